@@ -1,0 +1,100 @@
+// Event shapes. A PDU is the full federation form that is signed, hashed and stored; a RoomEvent
+// is the view that authorization and state resolution read: event_id known, references as id lists.
+
+import type { JsonObject } from './json.js';
+
+/** v1–v2 rooms reference events as [event_id, {sha256: reference hash}] pairs. */
+export type EventReferencePair = [string, { sha256: string }];
+export type EventReferences = string[] | EventReferencePair[];
+
+/** The federation form of a persistent event. */
+export interface Pdu {
+  /** Present only in v1–v2 rooms; later versions derive it from the reference hash. */
+  event_id?: string;
+  room_id: string;
+  sender: string;
+  type: string;
+  state_key?: string;
+  content: JsonObject;
+  origin_server_ts: number;
+  depth: number;
+  auth_events: EventReferences;
+  prev_events: EventReferences;
+  hashes: { sha256: string };
+  signatures: Record<string, Record<string, string>>;
+  unsigned?: JsonObject;
+  /** Top-level in m.room.redaction before v11; v11 moves it into content. */
+  redacts?: string;
+  /** Legacy top-level fields that redaction before v11 keeps. */
+  origin?: string;
+  membership?: string;
+  prev_state?: unknown;
+  [extra: string]: unknown;
+}
+
+/** What event authorization and state resolution need of an event. */
+export interface RoomEvent {
+  readonly event_id: string;
+  readonly room_id: string;
+  readonly sender: string;
+  readonly type: string;
+  readonly state_key?: string;
+  readonly content: JsonObject;
+  readonly origin_server_ts: number;
+  readonly depth: number;
+  readonly auth_events: readonly string[];
+  readonly prev_events: readonly string[];
+  /** The redacted event's id, from the top level (v1–v10) or content (v11). */
+  readonly redacts?: string;
+}
+
+/** The ids of an event-reference list in either format. */
+export function referenceIds(refs: EventReferences): string[] {
+  return refs.map((r) => (typeof r === 'string' ? r : r[0]));
+}
+
+/** The RoomEvent view of a PDU whose id is known (computed for v3+, carried for v1–v2). */
+export function toRoomEvent(pdu: Pdu, eventId: string): RoomEvent {
+  const redacts =
+    typeof pdu.redacts === 'string'
+      ? pdu.redacts
+      : typeof pdu.content.redacts === 'string'
+        ? pdu.content.redacts
+        : undefined;
+  return {
+    event_id: eventId,
+    room_id: pdu.room_id,
+    sender: pdu.sender,
+    type: pdu.type,
+    ...(pdu.state_key !== undefined ? { state_key: pdu.state_key } : {}),
+    content: pdu.content,
+    origin_server_ts: pdu.origin_server_ts,
+    depth: pdu.depth,
+    auth_events: referenceIds(pdu.auth_events),
+    prev_events: referenceIds(pdu.prev_events),
+    ...(redacts !== undefined ? { redacts } : {}),
+  };
+}
+
+export function isStateEvent(e: { state_key?: string }): boolean {
+  return typeof e.state_key === 'string';
+}
+
+/**
+ * A (type, state_key) pair as one Map key. The length prefix makes it unambiguous whatever
+ * characters the type holds.
+ */
+export type StateKey = string & { readonly __stateKey: unique symbol };
+
+export function stateKey(type: string, stateKeyValue: string): StateKey {
+  return `${type.length}:${type}${stateKeyValue}` as StateKey;
+}
+
+export function parseStateKey(key: StateKey): { type: string; stateKey: string } {
+  const colon = key.indexOf(':');
+  const len = Number(key.slice(0, colon));
+  return { type: key.slice(colon + 1, colon + 1 + len), stateKey: key.slice(colon + 1 + len) };
+}
+
+/** A room state: (type, state_key) → event id. */
+export type StateMap = ReadonlyMap<StateKey, string>;
