@@ -1,0 +1,80 @@
+// Opens the database a connection string names: a SQLite file (the embedded default) or a
+// PostgreSQL pool. Both are reached through Kysely, so storage code is written once.
+
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import { HearthError } from '../protocol/errors.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface DatabaseOptions {
+  /** `postgres://…` / `postgresql://…`, or a SQLite path, optionally as `file:path`. */
+  connectionString: string;
+  /** PostgreSQL pool size. */
+  maxOpenConns?: number;
+  /** Idle PostgreSQL connections kept open; more are closed after a short idle time. */
+  maxIdleConns?: number;
+  /** Seconds a PostgreSQL connection lives; -1 or 0 for no limit. */
+  connMaxLifetimeSeconds?: number;
+}
+
+export interface Database<Schema> {
+  readonly db: Kysely<Schema>;
+  readonly dialect: DialectName;
+  close(): Promise<void>;
+}
+
+export function dialectOf(connectionString: string): DialectName {
+  return /^postgres(ql)?:\/\//i.test(connectionString) ? 'postgres' : 'sqlite';
+}
+
+/** The file a SQLite connection string names (`file:` prefix and query string removed). */
+export function sqlitePath(connectionString: string): string {
+  let path = connectionString.replace(/^file:(\/\/)?/, '');
+  const q = path.indexOf('?');
+  if (q >= 0) path = path.slice(0, q);
+  if (path === '') throw HearthError.unknown('SQLite connection string names no file');
+  return path;
+}
+
+// int8 (bigint) and numeric counts come back as strings by default; every integer we store fits in
+// a double, so read them as numbers.
+const INT8_OID = 20;
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema> {
+  const dialect = dialectOf(options.connectionString);
+  if (dialect === 'postgres') {
+    const maxOpen = options.maxOpenConns ?? 90;
+    const lifetime = options.connMaxLifetimeSeconds ?? -1;
+    const pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: maxOpen,
+      min: Math.min(options.maxIdleConns ?? 5, maxOpen),
+      idleTimeoutMillis: 10_000,
+      maxLifetimeSeconds: lifetime > 0 ? lifetime : 0,
+      types: pgTypes,
+    });
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect, close: () => db.destroy() };
+  }
+
+  const path = sqlitePath(options.connectionString);
+  if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+  const sqlite = new BetterSqlite3(path);
+  // WAL lets readers run beside the one writer; busy_timeout waits out a writer instead of failing.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect, close: () => db.destroy() };
+}

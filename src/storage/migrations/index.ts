@@ -1,0 +1,38 @@
+// Versioned migrations, applied in order at start. A migration is written once for both backends;
+// `dialect` covers the few places where SQL differs (auto-increment ids).
+
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { DialectName } from '../database.js';
+import { accounts } from './001-accounts.js';
+
+export interface HearthMigration {
+  readonly name: string;
+  up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
+}
+
+export const migrations: readonly HearthMigration[] = [accounts];
+
+const MIGRATION_TABLE = 'hearth_migrations';
+
+/** Applies every migration not yet applied; throws with the failing migration's name. */
+export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectName): Promise<string[]> {
+  const provider: MigrationProvider = {
+    async getMigrations() {
+      const out: Record<string, Migration> = {};
+      for (const m of migrations) out[m.name] = { up: (k) => m.up(k, dialect) };
+      return out;
+    },
+  };
+  const migrator = new Migrator({
+    db,
+    provider,
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: `${MIGRATION_TABLE}_lock`,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`database migration ${failed} failed: ${String(error)}`, { cause: error });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
