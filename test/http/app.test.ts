@@ -5,6 +5,8 @@ import { buildHttpApp } from '../../src/http/app.js';
 import type { RouteDef } from '../../src/http/route.js';
 import { HearthError } from '../../src/protocol/errors.js';
 
+const json = async (res: Response) => (await res.json()) as Record<string, unknown>;
+
 const routes: RouteDef[] = [
   {
     method: 'POST',
@@ -75,39 +77,39 @@ describe('HTTP app over a real socket', () => {
 
   test('bodies: empty reads as {}, no content type still parsed', async () => {
     let res = await fetch(`${base}/_chat/client/v3/echo/x`, { method: 'POST' });
-    assert.deepEqual((await res.json()).body, {});
+    assert.deepEqual((await json(res)).body, {});
     res = await fetch(`${base}/_chat/client/v3/echo/x`, { method: 'POST', body: '{"b":2}', headers: { 'content-type': 'text/plain' } });
-    assert.deepEqual((await res.json()).body, { b: 2 });
+    assert.deepEqual((await json(res)).body, { b: 2 });
   });
 
   test('malformed JSON is 400 M_NOT_JSON; a non-object is 400 M_BAD_JSON', async () => {
     for (const bad of ['{', 'nope', '{"a":1,}']) {
       const res = await post('/_chat/client/v3/echo/x', bad);
       assert.equal(res.status, 400);
-      assert.equal((await res.json()).errcode, 'M_NOT_JSON');
+      assert.equal((await json(res)).errcode, 'M_NOT_JSON');
     }
     const invalidUtf8 = await fetch(`${base}/_chat/client/v3/echo/x`, { method: 'POST', body: Buffer.from([0x7b, 0xff, 0x7d]) });
-    assert.equal((await invalidUtf8.json()).errcode, 'M_NOT_JSON');
+    assert.equal((await json(invalidUtf8)).errcode, 'M_NOT_JSON');
     for (const bad of ['[1]', '"s"', '3', 'null']) {
       const res = await post('/_chat/client/v3/echo/x', bad);
       assert.equal(res.status, 400);
-      assert.equal((await res.json()).errcode, 'M_BAD_JSON');
+      assert.equal((await json(res)).errcode, 'M_BAD_JSON');
     }
   });
 
   test('a body over the limit is 413 M_TOO_LARGE', async () => {
     const res = await post('/_chat/client/v3/echo/x', JSON.stringify({ big: 'x'.repeat(2000) }));
     assert.equal(res.status, 413);
-    assert.equal((await res.json()).errcode, 'M_TOO_LARGE');
+    assert.equal((await json(res)).errcode, 'M_TOO_LARGE');
   });
 
   test('unknown path 404 and wrong method 405, both M_UNRECOGNIZED', async () => {
     let res = await fetch(`${base}/_chat/client/v3/nothing-here`);
     assert.equal(res.status, 404);
-    assert.equal((await res.json()).errcode, 'M_UNRECOGNIZED');
+    assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
     res = await fetch(`${base}/_chat/client/v3/echo/x`, { method: 'DELETE' });
     assert.equal(res.status, 405);
-    assert.equal((await res.json()).errcode, 'M_UNRECOGNIZED');
+    assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
     res = await fetch(`${base}/_chat/client/r0/echo/x`); // GET exists only under v3
     assert.equal(res.status, 405);
   });
@@ -136,8 +138,8 @@ describe('HTTP app over a real socket', () => {
 
   test('access token from the Authorization header or the query', async () => {
     let res = await post('/_chat/client/v3/echo/x', '{}', { authorization: 'Bearer tok1' });
-    assert.equal((await res.json()).token, 'tok1');
+    assert.equal((await json(res)).token, 'tok1');
     res = await post('/_chat/client/v3/echo/x?access_token=tok2', '{}');
-    assert.equal((await res.json()).token, 'tok2');
+    assert.equal((await json(res)).token, 'tok2');
   });
 });
