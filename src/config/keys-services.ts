@@ -1,0 +1,248 @@
+// Key records of the per-service sections (`client_api`, `user_api`, `media_api`, `sync_api`,
+// `federation_api`, `app_service_api`) and of `logging`.
+
+import { resolve } from 'node:path';
+import { key } from './keys.js';
+import {
+  INVALID,
+  type Kind,
+  boolean,
+  integer,
+  isMapping,
+  list,
+  oneOf,
+  orNone,
+  path,
+  record,
+  serverName,
+  size,
+  string,
+  userId,
+} from './kinds.js';
+import type { LogTarget, PerspectiveKey } from './types.js';
+
+const perspectiveKey = record<PerspectiveKey>('key', {
+  key_id: { kind: string(/^ed25519:[A-Za-z0-9_]+$/, 'must be ed25519:<name>') },
+  public_key: {
+    kind: string(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=?$/, 'must be the unpadded base64 of a 32-byte key'),
+  },
+});
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+const logTargetShape = record('log target', {
+  type: { kind: oneOf(['std', 'file']) },
+  level: { kind: oneOf(LOG_LEVELS), default: 'info' },
+  params: { kind: { label: 'mapping', parse: (p: unknown) => p }, default: {} },
+});
+
+/** `{type: std|file, level, params: {path}}`; a file target needs params.path (a folder). */
+const logTarget: Kind<LogTarget> = {
+  label: 'log target',
+  parse(raw, at, ctx) {
+    const shape = logTargetShape.parse(raw, at, ctx);
+    if (shape === INVALID) return INVALID;
+    const params: unknown = shape.params;
+    if (!isMapping(params)) {
+      ctx.error(`${at}.params`, 'must be a mapping');
+      return INVALID;
+    }
+    for (const name of Object.keys(params)) {
+      if (name !== 'path') ctx.warn(`${at}.params.${name}`, 'unknown key, ignored');
+    }
+    if (shape.type === 'std') return { type: 'std', level: shape.level, path: null };
+    const folder = params['path'];
+    if (typeof folder !== 'string' || folder === '') {
+      ctx.error(`${at}.params.path`, 'is required for a file target (the folder for log files)');
+      return INVALID;
+    }
+    return { type: 'file', level: shape.level, path: resolve(ctx.baseDir, folder) };
+  },
+};
+
+export const SERVICE_KEYS = [
+  key({
+    path: 'client_api.registration_disabled',
+    kind: boolean,
+    default: true,
+    doc: 'Refuse open registration; accounts are then made through shared-secret registration or the admin API.',
+  }),
+  key({
+    path: 'client_api.guests_disabled',
+    kind: boolean,
+    default: true,
+    doc: 'Refuse guest accounts.',
+  }),
+  key({
+    path: 'client_api.registration_shared_secret',
+    kind: orNone(string()),
+    default: '',
+    doc:
+      'Secret that allows registration through `/_ext/admin/v1/register` (also `/_synapse/admin/v1/register`) ' +
+      'even when registration is disabled. Empty: shared-secret registration is off.',
+  }),
+  key({
+    path: 'client_api.registration_requires_token',
+    kind: boolean,
+    default: false,
+    doc: 'Open registration also requires a registration token.',
+  }),
+  key({
+    path: 'client_api.rate_limiting.enabled',
+    kind: boolean,
+    default: true,
+    doc: 'Limit how fast each client sends requests; a limited request gets M_LIMIT_EXCEEDED with retry_after_ms.',
+  }),
+  key({
+    path: 'client_api.rate_limiting.threshold',
+    kind: integer(1),
+    default: 5,
+    doc: 'Requests a client may make in a burst before it is limited.',
+  }),
+  key({
+    path: 'client_api.rate_limiting.cooloff_ms',
+    kind: integer(1),
+    default: 500,
+    doc: 'Milliseconds after which each request stops counting towards the threshold.',
+  }),
+  key({
+    path: 'client_api.rate_limiting.exempt_user_ids',
+    kind: list(userId),
+    default: [],
+    doc:
+      'Users never rate limited, besides the users of appservices whose registration says ' +
+      '`rate_limited: false`.',
+    example: ['@bot:example.org'],
+  }),
+  key({
+    path: 'user_api.bcrypt_cost',
+    kind: integer(4, 31),
+    default: 10,
+    doc: 'bcrypt cost of password hashes; each step up doubles the CPU time of registration and login.',
+  }),
+  key({
+    path: 'media_api.base_path',
+    kind: path,
+    default: { underDataDir: 'media' },
+    doc: 'Folder where uploaded and fetched media and their thumbnails are kept.',
+  }),
+  key({
+    path: 'media_api.max_file_size_bytes',
+    kind: size(),
+    default: 52428800,
+    doc:
+      'Largest upload accepted, in bytes or with a size suffix; 0 means no limit. A reverse proxy ' +
+      'in front must accept request bodies at least this large.',
+  }),
+  key({
+    path: 'media_api.dynamic_thumbnails',
+    kind: boolean,
+    default: true,
+    doc: 'Make thumbnails on request when no stored size fits, instead of only the configured sizes.',
+  }),
+  key({
+    path: 'media_api.max_thumbnail_generators',
+    kind: integer(1),
+    default: 10,
+    doc: 'Thumbnails generated at the same time, at most.',
+  }),
+  key({
+    path: 'media_api.thumbnail_sizes',
+    kind: list(
+      record('thumbnail size', {
+        width: { kind: integer(1) },
+        height: { kind: integer(1) },
+        method: { kind: oneOf(['crop', 'scale']) },
+      }),
+    ),
+    default: [
+      { width: 32, height: 32, method: 'crop' },
+      { width: 96, height: 96, method: 'crop' },
+      { width: 640, height: 480, method: 'scale' },
+    ],
+    doc:
+      'Thumbnails made for each uploaded image: width and height in pixels, method `crop` (fill ' +
+      'the box, cutting off edges) or `scale` (fit inside the box).',
+  }),
+  key({
+    path: 'sync_api.search.enabled',
+    kind: boolean,
+    default: true,
+    doc: 'Full-text search of messages.',
+  }),
+  key({
+    path: 'sync_api.search.language',
+    kind: string(/^[a-z]{2,3}$/, 'must be a language code such as "en"'),
+    default: 'en',
+    doc: 'Language of most messages (ISO 639 code), used to stem words in the search index.',
+  }),
+  key({
+    path: 'federation_api.send_max_retries',
+    kind: integer(0),
+    default: 16,
+    doc:
+      'Failed deliveries to a server before it is given up on until it is heard from again; the ' +
+      'wait doubles after each failure.',
+  }),
+  key({
+    path: 'federation_api.disable_tls_validation',
+    kind: boolean,
+    default: false,
+    doc: 'Skip certificate checks of other servers. Never in production.',
+  }),
+  key({
+    path: 'federation_api.prefer_direct_fetch',
+    kind: boolean,
+    default: false,
+    doc:
+      'Ask servers for their signing keys directly before asking `key_perspectives`; false asks the ' +
+      'perspective servers first and the server itself last.',
+  }),
+  key({
+    path: 'federation_api.key_perspectives',
+    kind: list(
+      record('perspective server', {
+        server_name: { kind: serverName },
+        keys: { kind: list(perspectiveKey) },
+      }),
+    ),
+    default: [],
+    doc:
+      'Notary servers trusted to vouch for other servers\' signing keys, each with its own keys ' +
+      '(`key_id`, unpadded base64 `public_key`). Empty: keys are only fetched directly.',
+    example: [
+      {
+        server_name: 'matrix.org',
+        keys: [{ key_id: 'ed25519:auto', public_key: 'Noi6WqcDj0QmPxCNQqgezwTlBKrfqehY1u2FyWP9uYw' }],
+      },
+    ],
+  }),
+  key({
+    path: 'app_service_api.disable_tls_validation',
+    kind: boolean,
+    default: false,
+    doc: 'Skip certificate checks when calling appservices. Not for production.',
+  }),
+  key({
+    path: 'app_service_config_files',
+    kind: list(path),
+    default: [],
+    aliases: ['app_service_api.config_files'],
+    doc:
+      'Appservice registration files to load. Also read from `app_service_api.config_files`, where ' +
+      'Dendrite keeps it; set only one of the two.',
+    example: ['appservices/bridge.yaml'],
+  }),
+  key({
+    path: 'logging',
+    kind: list(logTarget),
+    default: [{ type: 'std', level: 'info' }],
+    doc:
+      'Where logs go: each entry has `type` `std` (standard output) or `file` (with `params.path`, ' +
+      'the folder for log files) and `level` debug, info, warn or error (default info).',
+    example: [
+      { type: 'std', level: 'info' },
+      { type: 'file', level: 'warn', params: { path: './logs' } },
+    ],
+  }),
+];
