@@ -1,6 +1,9 @@
 // Canonical JSON (spec appendices, "Canonical JSON"): the shortest UTF-8 JSON encoding, object keys
 // sorted by Unicode code point, non-ASCII characters unescaped, control characters escaped as JSON
 // requires (\b \f \n \r \t, else \u00xx), integers only, within ±(2^53 − 1).
+//
+// Checked byte for byte against python3-canonicaljson by test/protocol/canonical-json.test.ts.
+// Written for speed: events are encoded on every hash, signature and event id.
 
 import { HearthError } from './errors.js';
 
@@ -8,51 +11,127 @@ export interface CanonicalJsonOptions {
   /**
    * Room versions 6 and later (and everything outside events) require integers within
    * ±(2^53 − 1) and no floats. Older room versions may carry other numbers: with `strict: false`
-   * they are written as JavaScript formats them rather than rejected.
+   * they are written rather than rejected, the way Python's canonicaljson (Synapse's) writes them,
+   * so that hashes and signatures of such events check out: integers in full digits, floats as
+   * Python's repr (`1.5`, `1e-05`). Lone surrogates are rejected either way: they have no UTF-8.
    */
   strict?: boolean;
 }
 
-const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 − 1
-const SURROGATE = /[\ud800-\udfff]/;
+/** What a string cannot carry between quotes as it is: a character to escape, or a surrogate. */
+const NEEDS_CARE = /[\u0000-\u001f"\\\ud800-\udfff]/;
 
-/** Compares by Unicode code point; UTF-16 order differs only when a surrogate is involved. */
-function compareCodePoints(a: string, b: string): number {
-  const ia = a[Symbol.iterator]();
-  const ib = b[Symbol.iterator]();
-  for (;;) {
-    const x = ia.next();
-    const y = ib.next();
-    if (x.done) return y.done ? 0 : -1;
-    if (y.done) return 1;
-    const cx = x.value.codePointAt(0)!;
-    const cy = y.value.codePointAt(0)!;
-    if (cx !== cy) return cx - cy;
-  }
-}
+/** Up to this many keys, insertion sort beats Array.prototype.sort (most objects in events). */
+const INSERTION_SORT_LIMIT = 16;
 
 function encodeString(s: string): string {
+  if (!NEEDS_CARE.test(s)) return '"' + s + '"';
   // A lone surrogate has no UTF-8 encoding, so no canonical form.
   if (!s.isWellFormed()) throw HearthError.badJson('String contains a lone UTF-16 surrogate');
-  // JSON.stringify's string escaping is exactly the spec's for well-formed strings.
+  // For well-formed strings JSON.stringify escapes exactly what the spec's grammar escapes, the same
+  // way: \" \\ \b \t \n \f \r, other controls as \u00xx in lower case, and nothing else.
   return JSON.stringify(s);
 }
 
 function encodeNumber(n: number, strict: boolean): string {
+  // String(-0) is "0", as the spec requires.
+  if (Number.isSafeInteger(n)) return String(n);
   if (!Number.isFinite(n)) throw HearthError.badJson('Numbers must be finite');
   if (Number.isInteger(n)) {
-    if (strict && (n > MAX_SAFE || n < -MAX_SAFE)) {
-      throw HearthError.badJson(`Integer out of canonical JSON range: ${n}`);
-    }
-    // -0 is written as 0 (the spec forbids "-0"); large integers without exponent.
-    if (Math.abs(n) < 1e21) return n === 0 ? '0' : String(n);
+    if (strict) throw HearthError.badJson(`Integer out of canonical JSON range: ${n}`);
+    // All digits, never an exponent (String(1e21) is "1e+21").
     return BigInt(n).toString();
   }
   if (strict) throw HearthError.badJson(`Floats are not allowed in canonical JSON: ${n}`);
-  return String(n);
+  return pythonFloat(n);
 }
 
-function encode(value: unknown, strict: boolean): string {
+/**
+ * A non-integral double as Python's repr writes it. Both languages write the shortest digits that
+ * read back as the same double, and agree on plain decimals from 1e-4 up (a non-integral double is
+ * below 2^53, so never reaches Python's exponent threshold of 1e16). Below 1e-4 Python writes an
+ * exponent of at least two digits: 1e-05 where JavaScript writes 0.00001, 1.5e-07 for 1.5e-7.
+ */
+function pythonFloat(n: number): string {
+  if (Math.abs(n) >= 1e-4) return String(n);
+  const exponentText = n.toExponential(); // shortest digits, e.g. "-1.5e-7"
+  const at = exponentText.indexOf('e');
+  return `${exponentText.slice(0, at)}e-${exponentText.slice(at + 2).padStart(2, '0')}`;
+}
+
+/**
+ * Code-point order of two well-formed strings. Code-unit order (JavaScript's `<`) agrees except
+ * where, at the first differing unit, one string has a surrogate (so a character above U+FFFF) and
+ * the other a unit in U+E000–U+FFFF; lifting surrogates above the whole BMP fixes that.
+ */
+function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointWeight(x) - codePointWeight(y);
+  }
+  return a.length - b.length;
+}
+
+function codePointWeight(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
+}
+
+/** Sorts in place by code unit: code-point order when no key holds a surrogate. */
+function sortByCodeUnit(keys: string[]): void {
+  if (keys.length > INSERTION_SORT_LIMIT) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
+}
+
+function encodeObject(obj: Record<string, unknown>, strict: boolean): string {
+  const keys = Object.keys(obj);
+  // Usually every key is plain (nothing to escape, no surrogate): sort by code unit and quote as is.
+  let plain = true;
+  for (let i = 0; i < keys.length; i++) {
+    if (NEEDS_CARE.test(keys[i]!)) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) sortByCodeUnit(keys);
+  else keys.sort(compareCodePoints);
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const item = obj[key];
+    // As JSON.stringify: a member whose value is undefined is left out.
+    if (item === undefined) continue;
+    if (out.length > 1) out += ',';
+    out += (plain ? '"' + key + '":' : encodeString(key) + ':') + encodeValue(item, strict);
+  }
+  return out + '}';
+}
+
+function encodeArray(array: readonly unknown[], strict: boolean): string {
+  let out = '[';
+  for (let i = 0; i < array.length; i++) {
+    if (i > 0) out += ',';
+    const item = array[i];
+    // As JSON.stringify: an undefined item (or a hole) is null.
+    out += item === undefined ? 'null' : encodeValue(item, strict);
+  }
+  return out + ']';
+}
+
+function encodeValue(value: unknown, strict: boolean): string {
   switch (typeof value) {
     case 'string':
       return encodeString(value);
@@ -60,37 +139,10 @@ function encode(value: unknown, strict: boolean): string {
       return encodeNumber(value, strict);
     case 'boolean':
       return value ? 'true' : 'false';
-    case 'object': {
+    case 'object':
       if (value === null) return 'null';
-      if (Array.isArray(value)) {
-        let out = '[';
-        for (let i = 0; i < value.length; i++) {
-          if (i > 0) out += ',';
-          const item: unknown = value[i];
-          out += item === undefined ? 'null' : encode(item, strict);
-        }
-        return out + ']';
-      }
-      const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj);
-      keys.sort();
-      for (const k of keys) {
-        if (SURROGATE.test(k)) {
-          keys.sort(compareCodePoints);
-          break;
-        }
-      }
-      let out = '{';
-      let first = true;
-      for (const k of keys) {
-        const v = obj[k];
-        if (v === undefined) continue;
-        if (!first) out += ',';
-        first = false;
-        out += encodeString(k) + ':' + encode(v, strict);
-      }
-      return out + '}';
-    }
+      if (Array.isArray(value)) return encodeArray(value, strict);
+      return encodeObject(value as Record<string, unknown>, strict);
     default:
       throw HearthError.badJson(`Cannot encode a ${typeof value} as JSON`);
   }
@@ -98,7 +150,14 @@ function encode(value: unknown, strict: boolean): string {
 
 /** The canonical JSON text of `value`. Throws HearthError M_BAD_JSON for values it cannot encode. */
 export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}): string {
-  return encode(value, options.strict ?? true);
+  try {
+    return encodeValue(value, options.strict ?? true);
+  } catch (e) {
+    // Stack overflow (nesting deeper than some thousands of levels) or a result beyond the
+    // maximum string length: the value is unusable, not the server broken.
+    if (e instanceof RangeError) throw HearthError.badJson('JSON value too deeply nested or too large to encode');
+    throw e;
+  }
 }
 
 /** The canonical JSON of `value` as UTF-8 bytes (what is signed and hashed). */
