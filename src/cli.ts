@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// The `hearth` command.
+
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generateConfig } from './config/index.js';
+import { encodeSigningKeyFile, generateSigningKey } from './protocol/signing.js';
+
+const USAGE = `Usage: hearth <command> [options]
+
+Commands:
+  generate-config [--server-name NAME] [--data-dir DIR]
+      Print a complete commented configuration file (defaults: localhost, ./data).
+  generate-keys [--private-key FILE]
+      Write a new Ed25519 signing key to FILE (never overwriting one), or print it.
+  help
+      Show this text.
+`;
+
+class UsageError extends Error {}
+
+function generateConfigCommand(args: string[]): void {
+  const { values } = parseArgs({
+    args,
+    options: { 'server-name': { type: 'string' }, 'data-dir': { type: 'string' } },
+    strict: true,
+  });
+  process.stdout.write(
+    generateConfig({
+      ...(values['server-name'] !== undefined ? { serverName: values['server-name'] } : {}),
+      ...(values['data-dir'] !== undefined ? { dataDir: values['data-dir'] } : {}),
+    }),
+  );
+}
+
+function generateKeysCommand(args: string[]): void {
+  const { values } = parseArgs({ args, options: { 'private-key': { type: 'string' } }, strict: true });
+  const text = encodeSigningKeyFile(generateSigningKey());
+  const file = values['private-key'];
+  if (file === undefined) {
+    process.stdout.write(text);
+    return;
+  }
+  if (existsSync(file)) throw new UsageError(`${file} already exists; not overwriting a signing key`);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text, { mode: 0o600, flag: 'wx' });
+  process.stderr.write(`Wrote a new signing key to ${file}\n`);
+}
+
+const COMMANDS: Record<string, (args: string[]) => void | Promise<void>> = {
+  'generate-config': generateConfigCommand,
+  'generate-keys': generateKeysCommand,
+  help: () => void process.stdout.write(USAGE),
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name === undefined ? undefined : COMMANDS[name];
+  if (command === undefined || !Object.hasOwn(COMMANDS, name!)) {
+    process.stderr.write(name === undefined ? USAGE : `Unknown command "${name}"\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    await command(rest);
+    return 0;
+  } catch (err) {
+    // parseArgs and our own checks report bad usage; anything else is a real failure.
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`hearth ${name}: ${(err as Error).message}\n`);
+    return usage ? 2 : 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
