@@ -25,7 +25,7 @@ export interface RoomVersion {
   readonly specialCaseAliases: boolean;
   /** v6+: events must be strict canonical JSON (integers within ±(2^53−1), no floats). */
   readonly strictCanonicalJson: boolean;
-  /** v6+: `notifications` in power levels is checked for changes, and kept by redaction (v1 keeps it never). */
+  /** v6+: changes to `notifications` in power levels are checked like other levels. */
   readonly limitNotificationsPowerLevels: boolean;
   /** v7+: join rule `knock` and membership `knock`. */
   readonly knockJoinRule: boolean;

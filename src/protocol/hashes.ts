@@ -1,0 +1,156 @@
+// Event hashes and ids (server-server API, "Signing Events"): the content hash covers the whole
+// event, the reference hash and the signatures cover its redacted form, and from room version 3
+// on the event id is derived from the reference hash.
+
+import { createHash } from 'node:crypto';
+import { decodeBase64Strict, encodeBase64, encodeBase64Url } from './base64.js';
+import { canonicalJson } from './canonical-json.js';
+import { HearthError } from './errors.js';
+import type { Pdu } from './events.js';
+import { isJsonObject, type JsonObject } from './json.js';
+import { redactEvent } from './redaction.js';
+import type { RoomVersion } from './room-versions.js';
+import { getSignature, signBytes, verifyBytes, type SigningKey } from './signing.js';
+
+/** A PDU before hashing and signing: `hashes` and `signatures` may be absent. */
+export type PduDraft = {
+  [K in keyof Pdu as K extends 'hashes' | 'signatures' ? never : K]: Pdu[K];
+} & { hashes?: Pdu['hashes']; signatures?: Pdu['signatures'] };
+
+/** Any event object; PDUs, drafts and plain JSON alike. */
+type AnyEvent = { readonly [key: string]: unknown };
+
+const SHA256_BYTES = 32;
+const MAX_EVENT_ID_BYTES = 255;
+
+/** Canonical JSON strictness: a version's own rule, or lenient when no version is known. */
+function strictFor(version: RoomVersion | undefined): boolean {
+  return version?.strictCanonicalJson ?? false;
+}
+
+/** Canonical JSON of `event` without the top-level keys in `omit` (a shallow copy, nothing deep). */
+function canonicalWithout(event: object, omit: ReadonlySet<string>, strict: boolean): string {
+  const target: { [key: string]: unknown } = {};
+  for (const k in event) if (!omit.has(k)) target[k] = (event as AnyEvent)[k];
+  return canonicalJson(target, { strict });
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+const CONTENT_HASH_OMIT: ReadonlySet<string> = new Set(['unsigned', 'signatures', 'hashes']);
+
+/**
+ * The content hash: sha256 of the canonical JSON of the event without `unsigned`, `signatures`
+ * and `hashes`. Throws HearthError M_BAD_JSON when the event has no canonical form.
+ */
+export function computeContentHash(pdu: object, version?: RoomVersion): Uint8Array {
+  return sha256(canonicalWithout(pdu, CONTENT_HASH_OMIT, strictFor(version)));
+}
+
+/**
+ * Whether `hashes.sha256` matches the event's content. False (never an exception) when it is
+ * missing, not base64, or the event has no canonical form; the spec then treats the event as a
+ * redacted copy.
+ */
+export function checkContentHash(pdu: object, version?: RoomVersion): boolean {
+  const hashes = (pdu as AnyEvent).hashes;
+  if (!isJsonObject(hashes) || typeof hashes.sha256 !== 'string') return false;
+  const claimed = decodeBase64Strict(hashes.sha256);
+  if (claimed === null || claimed.length !== SHA256_BYTES) return false;
+  let actual: Uint8Array;
+  try {
+    actual = computeContentHash(pdu, version);
+  } catch {
+    return false;
+  }
+  return Buffer.compare(Buffer.from(claimed), actual) === 0;
+}
+
+/**
+ * Canonical JSON of the redacted event without `signatures` and `unsigned`: what the reference
+ * hash and the signatures cover. Redaction already drops `unsigned` and returns a fresh object,
+ * so `signatures` is blanked in place (the encoder skips undefined members) instead of copying.
+ */
+function redactedSignableText(pdu: object, version: RoomVersion): string {
+  const redacted = redactEvent(pdu, version) as { signatures?: unknown };
+  redacted.signatures = undefined;
+  return canonicalJson(redacted, { strict: version.strictCanonicalJson });
+}
+
+/**
+ * The reference hash (spec steps): 1. redact the event per `version`; 2. remove `signatures` and
+ * `unsigned`; 3. canonical JSON; 4. sha256.
+ */
+export function referenceHash(pdu: object, version: RoomVersion): Uint8Array {
+  return sha256(redactedSignableText(pdu, version));
+}
+
+function isValidLegacyEventId(id: unknown): id is string {
+  if (typeof id !== 'string' || !id.startsWith('$')) return false;
+  const colon = id.indexOf(':');
+  return colon > 1 && colon < id.length - 1 && Buffer.byteLength(id, 'utf8') <= MAX_EVENT_ID_BYTES;
+}
+
+/**
+ * The event id: in v1–v2 rooms the `event_id` the origin chose (`$opaque:domain`), from v3 on
+ * `$` + the reference hash in unpadded base64 (standard in v3, URL-safe from v4).
+ */
+export function computeEventId(pdu: object, version: RoomVersion): string {
+  switch (version.eventIdFormat) {
+    case 'v1': {
+      const id = (pdu as AnyEvent).event_id;
+      if (!isValidLegacyEventId(id)) throw HearthError.badJson('Event has no valid event_id ($opaque:domain)');
+      return id;
+    }
+    case 'v3':
+      return '$' + encodeBase64(referenceHash(pdu, version));
+    case 'v4':
+      return '$' + encodeBase64Url(referenceHash(pdu, version));
+  }
+}
+
+/**
+ * Hashes and signs an outgoing event (spec, "Adding hashes and signatures to outgoing events"):
+ * the content hash goes into `hashes.sha256`, the redacted event is signed, and the signature is
+ * added to the full event's `signatures` beside any already there. The input is not changed.
+ */
+export function hashAndSignEvent(
+  pdu: PduDraft,
+  serverName: string,
+  key: SigningKey,
+  version: RoomVersion,
+): Pdu {
+  const event = pdu as AnyEvent;
+  const strict = version.strictCanonicalJson;
+  const contentHash = encodeBase64(sha256(canonicalWithout(event, CONTENT_HASH_OMIT, strict)));
+  const hashed: { [key: string]: unknown } = { ...event, hashes: { sha256: contentHash } };
+  const signature = signBytes(Buffer.from(redactedSignableText(hashed, version), 'utf8'), key);
+  const existing = isJsonObject(event.signatures) ? event.signatures : {};
+  const mine = isJsonObject(existing[serverName]) ? existing[serverName] : {};
+  hashed.signatures = { ...existing, [serverName]: { ...mine, [key.keyId]: signature } };
+  return hashed as Pdu;
+}
+
+/**
+ * Whether `signatures[serverName][keyId]` on `pdu` is a valid signature by `publicKey` over the
+ * event's redacted form, so that it holds for full and redacted copies alike. Never throws.
+ */
+export function verifyEventSignature(
+  pdu: object,
+  serverName: string,
+  keyId: string,
+  publicKey: Uint8Array | string,
+  version: RoomVersion,
+): boolean {
+  const signature = getSignature(pdu as JsonObject, serverName, keyId);
+  if (signature === undefined) return false;
+  let text: string;
+  try {
+    text = redactedSignableText(pdu, version);
+  } catch {
+    return false;
+  }
+  return verifyBytes(Buffer.from(text, 'utf8'), signature, publicKey);
+}
