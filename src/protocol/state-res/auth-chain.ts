@@ -1,0 +1,103 @@
+// Auth chains: the events reachable from an event through `auth_events` links. They are walked
+// breadth first, one fetch per level, with a shared visited set, so a union of many chains costs
+// what the union holds rather than the sum of the chains.
+
+import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './event-cache.js';
+
+/**
+ * The union of the auth chains of `startIds`. A start event is in the result only if another
+ * start event's chain reaches it. Ids that cannot be fetched are included but not walked.
+ * Ids in `skip` are neither included nor walked through (used when their whole chain is known
+ * to be excluded anyway).
+ */
+export async function authChainUnion(
+  cache: EventCache,
+  startIds: Iterable<string>,
+  skip?: ReadonlySet<string>,
+): Promise<Set<string>> {
+  const visited = new Set<string>();
+  let level = [...new Set(startIds)];
+  let steps = 0;
+  while (level.length > 0) {
+    await cache.load(level);
+    const next: string[] = [];
+    for (const id of level) {
+      if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
+      const ev = cache.get(id);
+      if (ev === undefined) continue;
+      for (const a of ev.auth_events) {
+        if (visited.has(a) || skip?.has(a)) continue;
+        visited.add(a);
+        next.push(a);
+      }
+    }
+    level = next;
+  }
+  return visited;
+}
+
+/**
+ * The ancestry of `startIds` through auth events: every loaded event reachable from them
+ * (including themselves) mapped to its distinct auth events that are loaded.
+ */
+export async function authAncestry(
+  cache: EventCache,
+  startIds: Iterable<string>,
+): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  let level: string[] = [];
+  for (const id of new Set(startIds)) if (cache.get(id) !== undefined) level.push(id);
+  for (const id of level) graph.set(id, []);
+  let steps = 0;
+  while (level.length > 0) {
+    await cache.loadAuthEvents(level);
+    const next: string[] = [];
+    for (const id of level) {
+      if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
+      const parents = new Set<string>();
+      for (const a of cache.require(id).auth_events) {
+        if (cache.get(a) === undefined) continue;
+        parents.add(a);
+        if (!graph.has(a)) {
+          graph.set(a, []);
+          next.push(a);
+        }
+      }
+      graph.set(id, [...parents]);
+    }
+    level = next;
+  }
+  return graph;
+}
+
+/**
+ * The auth difference of the state sets: the union of their full auth chains minus the
+ * intersection. Every set holds the unconflicted state, so with U the auth chain of the
+ * unconflicted state and D_i that of set i's conflicted events, the full chain of set i is
+ * U ∪ D_i, and the difference is (∪D_i − ∩D_i) − U. That lets each D_i walk stop at U.
+ */
+export async function authDifference(
+  cache: EventCache,
+  source: StateResEventSource,
+  unconflictedIds: readonly string[],
+  conflictedIdsPerSet: readonly (readonly string[])[],
+): Promise<Set<string>> {
+  let common: ReadonlySet<string>;
+  const perSet: ReadonlySet<string>[] = [];
+  if (source.getAuthChain !== undefined) {
+    common = await source.getAuthChain(unconflictedIds);
+    for (const ids of conflictedIdsPerSet) perSet.push(await source.getAuthChain(ids));
+  } else {
+    common = await authChainUnion(cache, unconflictedIds);
+    for (const ids of conflictedIdsPerSet) perSet.push(await authChainUnion(cache, ids, common));
+  }
+  const counts = new Map<string, number>();
+  for (const chain of perSet) {
+    for (const id of chain) {
+      if (!common.has(id)) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+  }
+  const difference = new Set<string>();
+  for (const [id, n] of counts) if (n < perSet.length) difference.add(id);
+  return difference;
+}

@@ -1,0 +1,119 @@
+// State resolution v2 (room versions 2 and later, without v12's conflicted state subgraph).
+// Comments carry the numbers of the spec's algorithm steps.
+
+import { stateKey, type RoomEvent, type StateKey, type StateMap } from '../events.js';
+import { powerLevelsFromEvents, userPowerLevel, type PowerLevels } from '../power-levels.js';
+import type { RoomVersion } from '../room-versions.js';
+import { authAncestry, authDifference } from './auth-chain.js';
+import { partitionV2 } from './conflicts.js';
+import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './event-cache.js';
+import { iterativeAuthChecks } from './iterative-auth.js';
+import { mainlineOrder } from './mainline.js';
+import { lexicographicalTopologicalSort, type PowerSortKey } from './ordering.js';
+
+const CREATE = 'm.room.create';
+const POWER_LEVELS = 'm.room.power_levels';
+const JOIN_RULES = 'm.room.join_rules';
+const MEMBER = 'm.room.member';
+const POWER_LEVELS_KEY = stateKey(POWER_LEVELS, '');
+
+/**
+ * A power event: one that might remove someone's ability to do something. Power levels, join
+ * rules and the create event (each with an empty state key), and kicks and bans: a leave or ban
+ * membership whose sender is not its target.
+ */
+export function isPowerEvent(ev: RoomEvent): boolean {
+  if (ev.state_key === '' && (ev.type === POWER_LEVELS || ev.type === JOIN_RULES || ev.type === CREATE)) {
+    return true;
+  }
+  if (ev.type !== MEMBER || ev.state_key === undefined) return false;
+  const membership = ev.content.membership;
+  return (membership === 'leave' || membership === 'ban') && ev.sender !== ev.state_key;
+}
+
+/**
+ * The sender's power level as the event's own auth events give it: from the power levels among
+ * them, or without one, 100 for the room creator (per the create event among them) and 0 else.
+ */
+function senderPowerOf(cache: EventCache, version: RoomVersion): (ev: RoomEvent) => number {
+  const parsed = new Map<string, PowerLevels>();
+  return (ev) => {
+    const pl = cache.authEventOfType(ev, POWER_LEVELS);
+    if (pl === undefined) {
+      const create = cache.authEventOfType(ev, CREATE);
+      return userPowerLevel(powerLevelsFromEvents(undefined, create, version), ev.sender);
+    }
+    let levels = parsed.get(pl.event_id);
+    if (levels === undefined) {
+      levels = powerLevelsFromEvents(pl, undefined, version);
+      parsed.set(pl.event_id, levels);
+    }
+    return userPowerLevel(levels, ev.sender);
+  };
+}
+
+export async function resolveStateV2(
+  roomId: string,
+  version: RoomVersion,
+  stateSets: readonly StateMap[],
+  source: StateResEventSource,
+): Promise<Map<StateKey, string>> {
+  if (stateSets.length === 0) return new Map();
+  if (stateSets.length === 1) return new Map(stateSets[0]);
+
+  // Definitions: the unconflicted state map and the conflicted state set.
+  const { unconflicted, conflicted } = partitionV2(stateSets);
+  if (conflicted.size === 0) return unconflicted;
+  const cache = new EventCache(roomId, source);
+
+  // Definitions: the auth difference and the full conflicted set.
+  const conflictedPerSet = stateSets.map((set) => {
+    const ids: string[] = [];
+    for (const key of conflicted.keys()) {
+      const id = set.get(key);
+      if (id !== undefined) ids.push(id);
+    }
+    return ids;
+  });
+  const difference = await authDifference(cache, source, [...unconflicted.values()], conflictedPerSet);
+  const fullIds = new Set<string>(difference);
+  for (const ids of conflicted.values()) for (const id of ids) fullIds.add(id);
+  await cache.load(fullIds);
+  // Events the source cannot supply cannot be authorized, so they take no part.
+  const full = new Set<string>();
+  for (const id of fullIds) if (cache.get(id)?.state_key !== undefined) full.add(id);
+
+  // 1. X: the power events of the full conflicted set, with the events of their auth chains that
+  //    are in the full conflicted set, sorted by the reverse topological power ordering.
+  const powerEvents: string[] = [];
+  for (const id of full) if (isPowerEvent(cache.require(id))) powerEvents.push(id);
+  const ancestry = await authAncestry(cache, powerEvents);
+  const x = new Set<string>();
+  for (const id of ancestry.keys()) if (full.has(id)) x.add(id);
+  const senderPower = senderPowerOf(cache, version);
+  const keys = new Map<string, PowerSortKey>();
+  let steps = 0;
+  for (const id of x) {
+    if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
+    const ev = cache.require(id);
+    keys.set(id, { id, power: senderPower(ev), ts: ev.origin_server_ts });
+  }
+  const sortedPower = await lexicographicalTopologicalSort(ancestry, x, (id) => keys.get(id)!);
+
+  // 2. Iterative auth checks from the unconflicted state over X: the partially resolved state.
+  const partial = await iterativeAuthChecks(cache, version, sortedPower, unconflicted);
+
+  // 3. Every other event of the full conflicted set (including any power event an auth cycle
+  //    kept out of step 1), by mainline ordering based on the partial state's power levels.
+  const picked = new Set(sortedPower);
+  const remaining: string[] = [];
+  for (const id of full) if (!picked.has(id)) remaining.push(id);
+  const ordered = await mainlineOrder(cache, remaining, partial.get(POWER_LEVELS_KEY));
+
+  // 4. Iterative auth checks from the partial state over those events.
+  const resolved = await iterativeAuthChecks(cache, version, ordered, partial);
+
+  // 5. The unconflicted state map overrides whatever the checks put in its keys.
+  for (const [key, id] of unconflicted) resolved.set(key, id);
+  return resolved;
+}
