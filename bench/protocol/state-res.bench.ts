@@ -8,6 +8,7 @@ import { stateKey, type RoomEvent, type StateKey } from '../../src/protocol/even
 import type { JsonObject } from '../../src/protocol/json.js';
 import { roomVersions } from '../../src/protocol/room-versions.js';
 import { resolveState, type StateResEventSource } from '../../src/protocol/state-res/index.js';
+import { naiveAuthChain } from '../../test/support/room-events.js';
 
 const MEMBERS = 10_000;
 const CONFLICTED_TARGET = 2_000;
@@ -132,17 +133,6 @@ function buildRoom(perFork: number, kicks: number): { forks: Map<StateKey, strin
   return { forks, conflicted };
 }
 
-function naiveAuthChain(ids: readonly string[]): Set<string> {
-  const out = new Set<string>();
-  const stack = ids.flatMap((id) => events.get(id)?.auth_events ?? []);
-  while (stack.length > 0) {
-    const id = stack.pop()!;
-    if (out.has(id)) continue;
-    out.add(id);
-    stack.push(...(events.get(id)?.auth_events ?? []));
-  }
-  return out;
-}
 
 /** An asynchronous store over the events, as a database-backed one would be. */
 function source(withChains: boolean): StateResEventSource {
@@ -156,7 +146,7 @@ function source(withChains: boolean): StateResEventSource {
       return out;
     },
   };
-  if (withChains) s.getAuthChain = async (ids) => naiveAuthChain(ids);
+  if (withChains) s.getAuthChain = async (ids) => naiveAuthChain(events, ids);
   return s;
 }
 

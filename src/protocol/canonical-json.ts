@@ -5,6 +5,7 @@
 // Checked byte for byte against python3-canonicaljson by test/protocol/canonical-json.test.ts.
 // Written for speed: events are encoded on every hash, signature and event id.
 
+import { compareCodePoints } from './code-points.js';
 import { HearthError } from './errors.js';
 
 export interface CanonicalJsonOptions {
@@ -57,26 +58,6 @@ function pythonFloat(n: number): string {
   const exponentText = n.toExponential(); // shortest digits, e.g. "-1.5e-7"
   const at = exponentText.indexOf('e');
   return `${exponentText.slice(0, at)}e-${exponentText.slice(at + 2).padStart(2, '0')}`;
-}
-
-/**
- * Code-point order of two well-formed strings. Code-unit order (JavaScript's `<`) agrees except
- * where, at the first differing unit, one string has a surrogate (so a character above U+FFFF) and
- * the other a unit in U+E000–U+FFFF; lifting surrogates above the whole BMP fixes that.
- */
-function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointWeight(x) - codePointWeight(y);
-  }
-  return a.length - b.length;
-}
-
-function codePointWeight(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
 }
 
 /** Sorts in place by code unit: code-point order when no key holds a surrogate. */

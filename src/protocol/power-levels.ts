@@ -242,12 +242,26 @@ export function roomCreator(
 }
 
 /** The levels in force given the power_levels and create events of a state (either may be absent). */
+// Parsed levels per power_levels event object and room version: authorization and state
+// resolution consult the same event for many events in a row, and the parse costs O(fields).
+const parsedByEvent = new WeakMap<RoomEvent, Map<string, PowerLevels>>();
+
 export function powerLevelsFromEvents(
   powerLevelsEvent: RoomEvent | undefined,
   createEvent: RoomEvent | undefined,
   version: RoomVersion,
 ): PowerLevels {
-  return parsePowerLevels(powerLevelsEvent?.content, version, roomCreator(createEvent, version));
+  if (powerLevelsEvent === undefined) {
+    return parsePowerLevels(undefined, version, roomCreator(createEvent, version));
+  }
+  let byVersion = parsedByEvent.get(powerLevelsEvent);
+  if (byVersion === undefined) parsedByEvent.set(powerLevelsEvent, (byVersion = new Map()));
+  let levels = byVersion.get(version.id);
+  if (levels === undefined) {
+    levels = parsePowerLevels(powerLevelsEvent.content, version);
+    byVersion.set(version.id, levels);
+  }
+  return levels;
 }
 
 export function userPowerLevel(levels: PowerLevels, userId: string): number {

@@ -129,3 +129,16 @@ export class RoomGraph {
     return last;
   }
 }
+
+/** The union of the auth chains of `ids`, walked naively: what a store's getAuthChain answers. */
+export function naiveAuthChain(events: ReadonlyMap<string, RoomEvent>, ids: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  const stack = ids.flatMap((id) => events.get(id)?.auth_events ?? []);
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (out.has(id)) continue;
+    out.add(id);
+    stack.push(...(events.get(id)?.auth_events ?? []));
+  }
+  return out;
+}

@@ -2,7 +2,7 @@
 // levels' history their own power levels sit, then by origin_server_ts, then by event_id.
 
 import { EventCache, YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
-import { compareCodePoints } from './ordering.js';
+import { compareCodePoints } from '../code-points.js';
 
 const POWER_LEVELS = 'm.room.power_levels';
 

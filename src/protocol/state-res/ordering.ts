@@ -1,29 +1,8 @@
-// Orderings shared by the resolution algorithms: string comparison by code point (the order the
-// spec's "event_id is less" means, and that other servers use), a binary heap, and Kahn's
-// algorithm with a priority queue for the reverse topological power ordering.
+// Orderings shared by the resolution algorithms: a binary heap, and Kahn's algorithm with a
+// priority queue for the reverse topological power ordering.
 
+import { compareCodePoints } from '../code-points.js';
 import { YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
-
-/**
- * Compares strings by Unicode code point. JavaScript's `<` compares UTF-16 code units, which
- * differs only when a surrogate meets a code unit in U+E000–U+FFFF.
- */
-export function compareCodePoints(a: string, b: string): number {
-  if (a === b) return 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i);
-    let y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) {
-      // Move surrogates above U+E000–U+FFFF, which is where their code points lie.
-      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
-      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
-    }
-    return x - y;
-  }
-  return a.length - b.length;
-}
 
 export class MinHeap<T> {
   private readonly items: T[] = [];

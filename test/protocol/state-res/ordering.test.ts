@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   MinHeap,
-  compareCodePoints,
   lexicographicalTopologicalSort,
   powerKeyLess,
   type PowerSortKey,
 } from '../../../src/protocol/state-res/ordering.js';
+import { compareCodePoints } from '../../../src/protocol/code-points.js';
 
 const codePoint = fc.oneof(
   fc.integer({ min: 0, max: 0x7f }),

@@ -8,7 +8,7 @@ import { stateKey, type RoomEvent, type StateKey, type StateMap } from '../../..
 import type { JsonObject } from '../../../src/protocol/json.js';
 import { roomVersions } from '../../../src/protocol/room-versions.js';
 import { resolveState, type StateResEventSource } from '../../../src/protocol/state-res/index.js';
-import { ROOM_ID, RoomGraph, type EventSpec } from '../../support/room-events.js';
+import { ROOM_ID, RoomGraph, naiveAuthChain, type EventSpec } from '../../support/room-events.js';
 
 const USERS = ['@alice:example.org', '@bob:example.org', '@carol:example.org', '@dave:example.org', '@eve:example.org'];
 const KINDS = ['topic', 'name', 'join', 'leave', 'ban', 'kick', 'invite', 'pl', 'jr'] as const;
@@ -108,17 +108,7 @@ function shuffledSource(events: ReadonlyMap<string, RoomEvent>, seed: number, ch
     },
   };
   if (chains) {
-    source.getAuthChain = (ids) => {
-      const out = new Set<string>();
-      const stack = ids.flatMap((id) => events.get(id)?.auth_events ?? []);
-      while (stack.length > 0) {
-        const id = stack.pop()!;
-        if (out.has(id)) continue;
-        out.add(id);
-        stack.push(...(events.get(id)?.auth_events ?? []));
-      }
-      return out;
-    };
+    source.getAuthChain = (ids) => naiveAuthChain(events, ids);
   }
   return source;
 }

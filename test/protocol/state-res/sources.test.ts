@@ -8,7 +8,7 @@ import { roomVersions } from '../../../src/protocol/room-versions.js';
 import { authDifference } from '../../../src/protocol/state-res/auth-chain.js';
 import { EventCache, type StateResEventSource } from '../../../src/protocol/state-res/event-cache.js';
 import { resolveState } from '../../../src/protocol/state-res/index.js';
-import { EventFactory, ROOM_ID, type EventSpec } from '../../support/room-events.js';
+import { EventFactory, ROOM_ID, naiveAuthChain, type EventSpec } from '../../support/room-events.js';
 
 const V10 = roomVersions['10']!;
 const ALICE = '@alice:example.org';
@@ -32,18 +32,6 @@ class CountingSource implements StateResEventSource {
   }
 }
 
-/** The union of auth chains, walked naively: what a store's getAuthChain would answer. */
-function naiveAuthChain(events: ReadonlyMap<string, RoomEvent>, ids: readonly string[]): Set<string> {
-  const out = new Set<string>();
-  const stack = ids.flatMap((id) => events.get(id)?.auth_events ?? []);
-  while (stack.length > 0) {
-    const id = stack.pop()!;
-    if (out.has(id)) continue;
-    out.add(id);
-    stack.push(...(events.get(id)?.auth_events ?? []));
-  }
-  return out;
-}
 
 /**
  * A room with `members` joined users, then two forks: in each, `perFork` new users join and
