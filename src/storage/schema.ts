@@ -32,7 +32,13 @@ export interface AccessTokensTable {
   valid_until_ts: number | null;
 }
 
+export interface StreamPositionsTable {
+  stream: string;
+  position: number;
+}
+
 export interface Schema {
+  stream_positions: StreamPositionsTable;
   users: UsersTable;
   devices: DevicesTable;
   access_tokens: AccessTokensTable;

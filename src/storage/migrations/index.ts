@@ -4,13 +4,14 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { DialectName } from '../database.js';
 import { accounts } from './001-accounts.js';
+import { streams } from './002-streams.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts];
+export const migrations: readonly HearthMigration[] = [accounts, streams];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Notifier } from '../../src/sync/notifier.js';
+import { decodeSyncToken, encodeSyncToken, zeroPositions } from '../../src/sync/token.js';
+import { HearthError } from '../../src/protocol/errors.js';
+
+test('sync tokens round-trip and reject garbage with M_INVALID_PARAM', () => {
+  const p = { ...zeroPositions(), events: 42, to_device: 7, typing: 3 };
+  const token = encodeSyncToken(p);
+  assert.equal(token, 's42_3_0_0_0_7_0');
+  assert.deepEqual(decodeSyncToken(token), p);
+  for (const bad of ['', 's', 'x42_3_0_0_0_7_0', 's1_2_3', 's1_2_3_4_5_6_-7', 's1_2_3_4_5_6_7_8', 's1_2_3_4_5_6_1e3']) {
+    assert.throws(() => decodeSyncToken(bad), (e: unknown) => e instanceof HearthError && e.errcode === 'M_INVALID_PARAM', bad);
+  }
+});
+
+test('a change for the user or one of their rooms wakes the wait; others do not', async () => {
+  const n = new Notifier();
+  const since = n.current();
+  const waiting = n.wait({ userId: '@a:hs', roomIds: ['!r1:hs'], since, timeoutMs: 5000 });
+  assert.equal(n.waiting, 1);
+  n.notify({ stream: 'events', position: 1, roomIds: ['!other:hs'] });
+  n.notify({ stream: 'to_device', position: 1, userIds: ['@b:hs'] });
+  assert.equal(n.waiting, 1);
+  const t0 = performance.now();
+  n.notify({ stream: 'events', position: 2, roomIds: ['!r1:hs'] });
+  assert.equal(await waiting, true);
+  assert.ok(performance.now() - t0 < 50);
+  assert.equal(n.waiting, 0);
+  assert.equal(n.current().events, 2);
+  const direct = n.wait({ userId: '@a:hs', roomIds: [], since: n.current(), timeoutMs: 5000 });
+  n.notify({ stream: 'to_device', position: 2, userIds: ['@a:hs'] });
+  assert.equal(await direct, true);
+});
+
+test('a change between reading and waiting is not missed', async () => {
+  const n = new Notifier();
+  const since = n.current();
+  n.notify({ stream: 'receipts', position: 1, roomIds: ['!r1:hs'] });
+  assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!r1:hs'], since, timeoutMs: 5000 }), true);
+  // But an unrelated one is.
+  const since2 = n.current();
+  n.notify({ stream: 'receipts', position: 2, roomIds: ['!zzz:hs'] });
+  assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!r1:hs'], since: since2, timeoutMs: 20 }), false);
+});
+
+test('timeout and abort end the wait with false and leave nothing registered', async () => {
+  const n = new Notifier({ events: 10 });
+  assert.equal(n.current().events, 10);
+  assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10 }), false);
+  const ac = new AbortController();
+  const w = n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10_000, signal: ac.signal });
+  ac.abort();
+  assert.equal(await w, false);
+  assert.equal(n.waiting, 0);
+  assert.equal(await n.wait({ userId: '@a:hs', roomIds: [], since: n.current(), timeoutMs: 0 }), false);
+});
+
+test('a token older than the remembered changes wakes at once', async () => {
+  const n = new Notifier();
+  const since = n.current();
+  for (let i = 1; i <= 5000; i++) n.notify({ stream: 'events', position: i, roomIds: ['!busy:hs'] });
+  assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!quiet:hs'], since, timeoutMs: 5000 }), true);
+});
