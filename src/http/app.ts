@@ -5,13 +5,42 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { parseJsonObjectBody } from './body.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
-import type { HttpMethod, HttpRequest, RouteDef } from './route.js';
+import { HearthError } from '../protocol/errors.js';
+import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
 
 export interface HttpAppOptions {
   /** Largest JSON body accepted by default, in bytes. */
   jsonBodyLimit?: number;
   /** Fastify's logger option: false in tests, a pino config or instance in production. */
   logger?: boolean | object;
+  /** Resolves access tokens; without one, every route that needs a token answers M_UNKNOWN_TOKEN. */
+  authenticate?: Authenticator;
+}
+
+function routeAuth(route: RouteDef): RouteAuth {
+  if (route.auth !== undefined) return route.auth;
+  if (route.api === 'admin') return 'admin';
+  return route.api === 'client' || route.api === 'media' ? 'user' : 'none';
+}
+
+async function authorize(
+  route: RouteDef,
+  req: HttpRequest,
+  authenticate: Authenticator | undefined,
+): Promise<Requester | undefined> {
+  const mode = routeAuth(route);
+  if (mode === 'none') return undefined;
+  if (req.accessToken === undefined) {
+    if (mode === 'optional') return undefined;
+    throw new HearthError(401, 'M_MISSING_TOKEN', 'Missing access token');
+  }
+  if (authenticate === undefined) throw new HearthError(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token');
+  const requester = await authenticate(req.accessToken, req);
+  if (requester.isGuest && mode !== 'guest' && mode !== 'optional') {
+    throw new HearthError(403, 'M_GUEST_ACCESS_FORBIDDEN', 'Guest access not allowed');
+  }
+  if (mode === 'admin' && !requester.isAdmin) throw HearthError.forbidden('You are not a server admin');
+  return requester;
 }
 
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE'];
@@ -31,16 +60,21 @@ function bearerToken(req: FastifyRequest): string | undefined {
 }
 
 function toHttpRequest(route: RouteDef, req: FastifyRequest): HttpRequest {
-  const mode = route.body ?? (route.method === 'GET' || route.method === 'DELETE' ? 'none' : 'json');
   return {
     method: route.method,
     params: req.params as Record<string, string>,
     query: req.query as Record<string, string | string[] | undefined>,
-    body: mode === 'json' ? parseJsonObjectBody(req.body) : mode === 'raw' ? req.body : undefined,
+    body: undefined,
     headers: req.headers,
     accessToken: bearerToken(req),
     remoteAddress: req.ip,
   };
+}
+
+/** The body as the route reads it; parsed only after the caller is authorized. */
+function readBody(route: RouteDef, req: FastifyRequest): unknown {
+  const mode = route.body ?? (route.method === 'GET' || route.method === 'DELETE' ? 'none' : 'json');
+  return mode === 'json' ? parseJsonObjectBody(req.body) : mode === 'raw' ? req.body : undefined;
 }
 
 function sendError(reply: FastifyReply, err: unknown, log: FastifyInstance['log']): void {
@@ -77,7 +111,9 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         url,
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
-          const res = await route.handler(toHttpRequest(route, req));
+          const request = toHttpRequest(route, req);
+          const requester = await authorize(route, request, options.authenticate);
+          const res = await route.handler({ ...request, body: readBody(route, req), ...(requester ? { requester } : {}) });
           if (res.headers) void reply.headers(res.headers);
           return reply.code(res.status ?? 200).send(res.body);
         },

@@ -13,6 +13,32 @@ export type Api =
   | 'wellKnown' // /.well-known/chat and /.well-known/matrix
   | 'root'; // the path as written (/health, /metrics)
 
+/** Who is making an authenticated request. */
+export interface Requester {
+  readonly userId: string;
+  /** Null for tokens without a device (appservice senders). */
+  readonly deviceId: string | null;
+  readonly isGuest: boolean;
+  readonly isAdmin: boolean;
+  /** Set when an application service makes the request (its as_token). */
+  readonly appserviceId?: string;
+  /** The access token's row id, so logout can remove exactly this token. */
+  readonly tokenId?: number;
+}
+
+/**
+ * What a route demands of the caller:
+ * - 'none': no token read;
+ * - 'optional': a token is used when present (and must then be valid);
+ * - 'user': a valid token of a registered user (guests refused with M_GUEST_ACCESS_FORBIDDEN);
+ * - 'guest': a valid token, guests allowed;
+ * - 'admin': a valid token of a server admin.
+ */
+export type RouteAuth = 'none' | 'optional' | 'user' | 'guest' | 'admin';
+
+/** Resolves an access token to its requester; throws 401 M_UNKNOWN_TOKEN for an invalid one. */
+export type Authenticator = (accessToken: string, req: HttpRequest) => Promise<Requester>;
+
 export interface HttpRequest {
   readonly method: HttpMethod;
   /** Path parameters, percent-decoded. */
@@ -25,6 +51,8 @@ export interface HttpRequest {
   /** From `Authorization: Bearer` or the `access_token` query parameter. */
   readonly accessToken: string | undefined;
   readonly remoteAddress: string;
+  /** Set for routes whose `auth` is not 'none' (and for 'optional' only when a token was sent). */
+  readonly requester?: Requester;
 }
 
 export interface HttpResponse {
@@ -40,6 +68,8 @@ export interface RouteDef {
   readonly versions?: readonly string[];
   /** Path after the version segment, Fastify syntax for parameters: '/rooms/:roomId/state'. */
   readonly path: string;
+  /** Default 'user' for client and media routes, 'admin' for admin routes, else 'none'. */
+  readonly auth?: RouteAuth;
   /** How the body is read: a JSON object (default for PUT/POST), raw bytes, or not at all. */
   readonly body?: 'json' | 'raw' | 'none';
   /** Largest accepted body in bytes (default: the app's JSON limit). */

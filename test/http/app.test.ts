@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { buildHttpApp } from '../../src/http/app.js';
-import type { RouteDef } from '../../src/http/route.js';
+import type { Requester, RouteDef } from '../../src/http/route.js';
 import { HearthError } from '../../src/protocol/errors.js';
 
 const json = async (res: Response) => (await res.json()) as Record<string, unknown>;
@@ -11,6 +11,7 @@ const routes: RouteDef[] = [
   {
     method: 'POST',
     api: 'client',
+    auth: 'none',
     versions: ['r0', 'v3'],
     path: '/echo/:thing',
     handler: (req) => ({ body: { params: req.params, body: req.body, token: req.accessToken ?? null } }),
@@ -18,6 +19,7 @@ const routes: RouteDef[] = [
   {
     method: 'GET',
     api: 'client',
+    auth: 'none',
     versions: ['v3'],
     path: '/echo/:thing',
     handler: (req) => ({ body: { thing: req.params['thing'], query: req.query } }),
@@ -25,6 +27,7 @@ const routes: RouteDef[] = [
   {
     method: 'GET',
     api: 'client',
+    auth: 'none',
     versions: ['v3'],
     path: '/forbidden',
     handler: () => {
@@ -34,6 +37,7 @@ const routes: RouteDef[] = [
   {
     method: 'GET',
     api: 'client',
+    auth: 'none',
     versions: ['v3'],
     path: '/crash',
     handler: () => {
@@ -41,12 +45,27 @@ const routes: RouteDef[] = [
     },
   },
   { method: 'GET', api: 'wellKnown', path: '/client', handler: () => ({ body: { wk: true } }) },
-  { method: 'GET', api: 'admin', versions: ['v1'], path: '/ping', handler: () => ({ body: {} }) },
+  { method: 'GET', api: 'admin', versions: ['v1'], path: '/ping', auth: 'none', handler: () => ({ body: {} }) },
+  { method: 'POST', api: 'client', versions: ['v3'], path: '/whoami', handler: (req) => ({ body: { who: req.requester?.userId ?? null, body: req.body } }) },
+  { method: 'GET', api: 'client', versions: ['v3'], path: '/guest-ok', auth: 'guest', handler: (req) => ({ body: { who: req.requester?.userId } }) },
+  { method: 'GET', api: 'client', versions: ['v3'], path: '/maybe', auth: 'optional', handler: (req) => ({ body: { who: req.requester?.userId ?? null } }) },
+  { method: 'GET', api: 'admin', versions: ['v1'], path: '/secret', handler: (req) => ({ body: { who: req.requester?.userId } }) },
   { method: 'GET', api: 'root', path: '/health', handler: () => ({ body: 'OK' }) },
 ];
 
+const TOKENS: Record<string, Requester> = {
+  alice: { userId: '@alice:hs', deviceId: 'A', isGuest: false, isAdmin: false },
+  guest: { userId: '@123:hs', deviceId: 'G', isGuest: true, isAdmin: false },
+  admin: { userId: '@root:hs', deviceId: 'R', isGuest: false, isAdmin: true },
+};
+const authenticate = async (token: string) => {
+  const r = TOKENS[token];
+  if (!r) throw new HearthError(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token');
+  return r;
+};
+
 describe('HTTP app over a real socket', () => {
-  const app = buildHttpApp(routes, { jsonBodyLimit: 1024 });
+  const app = buildHttpApp(routes, { jsonBodyLimit: 1024, authenticate });
   let base = '';
   before(async () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -141,5 +160,34 @@ describe('HTTP app over a real socket', () => {
     assert.equal((await json(res)).token, 'tok1');
     res = await post('/_chat/client/v3/echo/x?access_token=tok2', '{}');
     assert.equal((await json(res)).token, 'tok2');
+  });
+
+  test('authentication: missing, unknown, guest, optional and admin', async () => {
+    const call = (path: string, token?: string, init: RequestInit = {}) =>
+      fetch(base + path, { ...init, headers: token ? { authorization: `Bearer ${token}` } : {} });
+    let res = await call('/_chat/client/v3/whoami', undefined, { method: 'POST', body: '{bad json' });
+    assert.equal(res.status, 401);
+    assert.equal((await json(res)).errcode, 'M_MISSING_TOKEN');
+    res = await call('/_chat/client/v3/whoami', 'nope', { method: 'POST', body: '{}' });
+    assert.equal(res.status, 401);
+    assert.equal((await json(res)).errcode, 'M_UNKNOWN_TOKEN');
+    res = await call('/_chat/client/v3/whoami', 'alice', { method: 'POST', body: '{"x":1}' });
+    assert.deepEqual(await json(res), { who: '@alice:hs', body: { x: 1 } });
+    res = await call('/_chat/client/v3/whoami', 'guest', { method: 'POST', body: '{}' });
+    assert.equal(res.status, 403);
+    assert.equal((await json(res)).errcode, 'M_GUEST_ACCESS_FORBIDDEN');
+    res = await call('/_chat/client/v3/guest-ok', 'guest');
+    assert.deepEqual(await json(res), { who: '@123:hs' });
+    res = await call('/_chat/client/v3/maybe');
+    assert.deepEqual(await json(res), { who: null });
+    res = await call('/_chat/client/v3/maybe', 'alice');
+    assert.deepEqual(await json(res), { who: '@alice:hs' });
+    res = await call('/_chat/client/v3/maybe', 'nope');
+    assert.equal(res.status, 401);
+    res = await call('/_synapse/admin/v1/secret', 'alice');
+    assert.equal(res.status, 403);
+    assert.equal((await json(res)).errcode, 'M_FORBIDDEN');
+    res = await call('/_synapse/admin/v1/secret', 'admin');
+    assert.deepEqual(await json(res), { who: '@root:hs' });
   });
 });
