@@ -5,13 +5,15 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import type { DialectName } from '../database.js';
 import { accounts } from './001-accounts.js';
 import { streams } from './002-streams.js';
+import { rooms } from './003-rooms.js';
+import { userData } from './004-user-data.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

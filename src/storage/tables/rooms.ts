@@ -1,0 +1,4 @@
+// Rooms, events and room state (migration 003).
+
+
+export interface RoomsTables {}
