@@ -72,9 +72,11 @@ export async function authAncestry(
 
 /**
  * The auth difference of the state sets: the union of their full auth chains minus the
- * intersection. Every set holds the unconflicted state, so with U the auth chain of the
- * unconflicted state and D_i that of set i's conflicted events, the full chain of set i is
- * U ∪ D_i, and the difference is (∪D_i − ∩D_i) − U. That lets each D_i walk stop at U.
+ * intersection. A set's full auth chain counts the set's own events too, as the reference server
+ * (Synapse) computes it; the spec's wording leaves them out, but every server in a room must agree.
+ * Every set holds the unconflicted state, so with U the unconflicted events and their chain, and
+ * D_i set i's conflicted events and their chain, the full chain of set i is U ∪ D_i and the
+ * difference is (∪D_i − ∩D_i) − U. That lets each D_i walk stop at U.
  */
 export async function authDifference(
   cache: EventCache,
@@ -82,14 +84,21 @@ export async function authDifference(
   unconflictedIds: readonly string[],
   conflictedIdsPerSet: readonly (readonly string[])[],
 ): Promise<Set<string>> {
-  let common: ReadonlySet<string>;
-  const perSet: ReadonlySet<string>[] = [];
-  if (source.getAuthChain !== undefined) {
-    common = await source.getAuthChain(unconflictedIds);
-    for (const ids of conflictedIdsPerSet) perSet.push(await source.getAuthChain(ids));
-  } else {
-    common = await authChainUnion(cache, unconflictedIds);
-    for (const ids of conflictedIdsPerSet) perSet.push(await authChainUnion(cache, ids, common));
+  const common = new Set<string>(
+    source.getAuthChain !== undefined
+      ? await source.getAuthChain(unconflictedIds)
+      : await authChainUnion(cache, unconflictedIds),
+  );
+  for (const id of unconflictedIds) common.add(id);
+  const perSet: Set<string>[] = [];
+  for (const ids of conflictedIdsPerSet) {
+    const chain = new Set<string>(
+      source.getAuthChain !== undefined
+        ? await source.getAuthChain(ids)
+        : await authChainUnion(cache, ids, common),
+    );
+    for (const id of ids) chain.add(id);
+    perSet.push(chain);
   }
   const counts = new Map<string, number>();
   for (const chain of perSet) {

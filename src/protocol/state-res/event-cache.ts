@@ -18,6 +18,11 @@ export interface StateResEventSource {
    * which does not include a given event itself unless another given event's chain reaches it.
    */
   getAuthChain?(ids: readonly string[]): Promise<ReadonlySet<string>> | ReadonlySet<string>;
+  /**
+   * Optional: which of the given events were rejected. The iterative auth checks never take a
+   * missing state entry from a rejected auth event. Without it, no event counts as rejected.
+   */
+  rejectedAmong?(ids: readonly string[]): Promise<ReadonlySet<string>> | ReadonlySet<string>;
 }
 
 /** How many loop iterations run between yields to the event loop. */
@@ -30,6 +35,8 @@ export function yieldToEventLoop(): Promise<void> {
 export class EventCache {
   private readonly events = new Map<string, RoomEvent>();
   private readonly missing = new Set<string>();
+  private readonly rejected = new Set<string>();
+  private readonly rejectionKnown = new Set<string>();
 
   constructor(
     readonly roomId: string,
@@ -77,6 +84,24 @@ export class EventCache {
       if (ev !== undefined) wanted.push(...ev.auth_events);
     }
     await this.load(wanted);
+  }
+
+  /** Asks the source, in one call, which of the given ids not yet asked about were rejected. */
+  async loadRejections(ids: Iterable<string>): Promise<void> {
+    if (this.source.rejectedAmong === undefined) return;
+    const wanted: string[] = [];
+    for (const id of ids) {
+      if (this.rejectionKnown.has(id)) continue;
+      this.rejectionKnown.add(id);
+      wanted.push(id);
+    }
+    if (wanted.length === 0) return;
+    for (const id of await this.source.rejectedAmong(wanted)) this.rejected.add(id);
+  }
+
+  /** Whether the source named `id` rejected (ask `loadRejections` first). */
+  isRejected(id: string): boolean {
+    return this.rejected.has(id);
   }
 
   /** The first auth event of `ev` with the given type and an empty state key, if loaded. */

@@ -10,7 +10,7 @@ import { EventCache, YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
 /**
  * Runs the iterative auth checks over `eventIds` (all loaded) from `base`. The auth state for
  * each event holds, for each key the rules need, the event from the state built so far, or else
- * the event's own auth event with that key.
+ * the event's own auth event with that key unless that auth event was rejected.
  */
 export async function iterativeAuthChecks(
   cache: EventCache,
@@ -23,6 +23,9 @@ export async function iterativeAuthChecks(
   // Fetch up front every event's auth events and the base state's events for the keys needed;
   // whatever enters the state later comes from the (loaded) list itself.
   await cache.loadAuthEvents(eventIds);
+  const authIds: string[] = [];
+  for (const id of eventIds) authIds.push(...(cache.get(id)?.auth_events ?? []));
+  await cache.loadRejections(authIds);
   const typesOf = new Map<string, StateKey[]>();
   const wanted: string[] = [];
   for (const id of eventIds) {
@@ -45,6 +48,8 @@ export async function iterativeAuthChecks(
 
     const own = new Map<StateKey, RoomEvent>();
     for (const a of ev.auth_events) {
+      // Rejected auth events are never used: auth events are not re-authorized here.
+      if (cache.isRejected(a)) continue;
       const authEv = cache.get(a);
       if (authEv?.state_key !== undefined) own.set(stateKey(authEv.type, authEv.state_key), authEv);
     }
