@@ -2,6 +2,7 @@
 // is the view that authorization and state resolution read: event_id known, references as id lists.
 
 import type { JsonObject } from './json.js';
+import type { RoomVersion } from './room-versions.js';
 
 /** v1–v2 rooms reference events as [event_id, {sha256: reference hash}] pairs. */
 export type EventReferencePair = [string, { sha256: string }];
@@ -53,14 +54,14 @@ export function referenceIds(refs: EventReferences): string[] {
   return refs.map((r) => (typeof r === 'string' ? r : r[0]));
 }
 
-/** The RoomEvent view of a PDU whose id is known (computed for v3+, carried for v1–v2). */
-export function toRoomEvent(pdu: Pdu, eventId: string): RoomEvent {
-  const redacts =
-    typeof pdu.redacts === 'string'
-      ? pdu.redacts
-      : typeof pdu.content.redacts === 'string'
-        ? pdu.content.redacts
-        : undefined;
+/**
+ * The RoomEvent view of a PDU whose id is known (computed for v3+, carried for v1–v2). A
+ * redaction names its target at the top level before v11 and in content from v11; the other
+ * place is ignored.
+ */
+export function toRoomEvent(pdu: Pdu, eventId: string, version: RoomVersion): RoomEvent {
+  const where: unknown = version.updatedRedactionRules ? pdu.content.redacts : pdu.redacts;
+  const redacts = pdu.type === 'm.room.redaction' && typeof where === 'string' ? where : undefined;
   return {
     event_id: eventId,
     room_id: pdu.room_id,
