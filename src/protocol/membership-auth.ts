@@ -19,7 +19,7 @@ export function checkMemberEvent(
   if (target === undefined) return deny('member event has no state_key');
   if (!Object.hasOwn(event.content, 'membership')) return deny('member event has no membership');
   // 4.2 (v8+): an event carrying `join_authorised_via_users_server` must be signed by that user's
-  // server. Signatures are not part of a RoomEvent: the signature checks on receipt enforce it.
+  // server. Signatures are not part of a RoomEvent: checkEventSignatures (event-signatures.ts) enforces it on receipt.
   switch (event.content.membership) {
     case 'join':
       return checkJoin(event, target, view, version);
