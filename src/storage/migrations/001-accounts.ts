@@ -1,4 +1,4 @@
-// Accounts, devices and access tokens.
+// Accounts, devices, access tokens, registration tokens and user-interactive auth sessions.
 
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../database.js';
@@ -46,6 +46,33 @@ export const accounts: HearthMigration = {
       .createIndex('access_tokens_device')
       .on('access_tokens')
       .columns(['user_id', 'device_id'])
+      .execute();
+
+    await db.schema
+      .createTable('registration_tokens')
+      .addColumn('token', 'text', (c) => c.primaryKey())
+      .addColumn('uses_allowed', 'bigint')
+      .addColumn('completed', 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn('expiry_time', 'bigint')
+      .addColumn('makes_admin', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_ts', 'bigint', (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('uia_sessions')
+      .addColumn('session_id', 'text', (c) => c.primaryKey())
+      .addColumn('operation', 'text', (c) => c.notNull())
+      .addColumn('user_id', 'text')
+      .addColumn('completed', 'text', (c) => c.notNull())
+      .addColumn('params', 'text', (c) => c.notNull())
+      .addColumn('created_ts', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('uia_sessions_created').on('uia_sessions').column('created_ts').execute();
+
+    await db.schema
+      .createTable('account_counters')
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('value', 'bigint', (c) => c.notNull())
       .execute();
   },
 };

@@ -1,4 +1,5 @@
-// Accounts, devices and access tokens (migration 001). Booleans are 0/1 integers.
+// Accounts, devices, access tokens, registration tokens and user-interactive auth sessions
+// (migration 001). Booleans are 0/1 integers.
 
 import type { Generated } from 'kysely';
 
@@ -32,8 +33,45 @@ export interface AccessTokensTable {
   valid_until_ts: number | null;
 }
 
+/** Tokens that allow registration (`m.login.registration_token`). */
+export interface RegistrationTokensTable {
+  token: string;
+  /** Null: unlimited. */
+  uses_allowed: number | null;
+  /** Registrations completed with this token. */
+  completed: number;
+  /** Milliseconds since the epoch; null: never expires. */
+  expiry_time: number | null;
+  /** Accounts registered with it become server admins. */
+  makes_admin: number;
+  created_ts: number;
+}
+
+/** One user-interactive authentication session. */
+export interface UiaSessionsTable {
+  session_id: string;
+  /** What the session authorizes (method and path); a session is not reused for another. */
+  operation: string;
+  /** The authenticated user the session belongs to; null for registration. */
+  user_id: string | null;
+  /** JSON array of the completed stage types. */
+  completed: string;
+  /** JSON object: request parameters and stage results kept between requests. */
+  params: string;
+  created_ts: number;
+}
+
+/** Named counters (numeric localparts of guests and unnamed accounts). */
+export interface AccountCountersTable {
+  name: string;
+  value: number;
+}
+
 export interface AccountsTables {
   users: UsersTable;
   devices: DevicesTable;
   access_tokens: AccessTokensTable;
+  registration_tokens: RegistrationTokensTable;
+  uia_sessions: UiaSessionsTable;
+  account_counters: AccountCountersTable;
 }

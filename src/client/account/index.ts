@@ -1,0 +1,20 @@
+// The account routes: registration, login and logout, password and deactivation, devices, and the
+// admin API's shared-secret registration.
+
+import type { RouteDef } from '../../http/route.js';
+import type { AccountService } from '../../users/accounts.js';
+import { accountManagementRoutes } from './account-management.js';
+import { deviceRoutes } from './devices.js';
+import { loginRoutes } from './login.js';
+import { registerRoutes } from './register.js';
+import { sharedSecretRegisterRoutes } from './shared-secret-register.js';
+
+export function accountRoutes(deps: { accounts: AccountService }): RouteDef[] {
+  return [
+    ...registerRoutes(deps),
+    ...loginRoutes(deps),
+    ...accountManagementRoutes(deps),
+    ...deviceRoutes(deps),
+    ...sharedSecretRegisterRoutes(deps),
+  ];
+}

@@ -1,0 +1,83 @@
+// POST/GET /register, GET /register/available and the registration-token validity check.
+
+import type { HttpRequest, RouteDef } from '../../http/route.js';
+import { HearthError } from '../../protocol/errors.js';
+import type { AccountService } from '../../users/accounts.js';
+import { jsonBody, optionalBoolean, optionalString, queryParam, requiredQueryParam } from './fields.js';
+import { withUia } from './uia-reply.js';
+
+function registerKind(req: HttpRequest): 'user' | 'guest' {
+  const kind = queryParam(req, 'kind') ?? 'user';
+  if (kind !== 'user' && kind !== 'guest') throw HearthError.invalidParam(`Invalid kind: ${kind}`);
+  return kind;
+}
+
+export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
+  const { accounts } = deps;
+  return [
+    {
+      method: 'GET',
+      api: 'client',
+      versions: ['r0', 'v3'],
+      path: '/register',
+      auth: 'none',
+      handler: async () => ({
+        body: { flows: (await accounts.registrationFlows()).map((stages) => ({ stages })), params: {} },
+      }),
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: ['r0', 'v3'],
+      path: '/register',
+      auth: 'none',
+      handler: (req) =>
+        withUia(async () => {
+          const kind = registerKind(req);
+          const body = jsonBody(req);
+          const initialDeviceDisplayName = optionalString(body, 'initial_device_display_name');
+          if (kind === 'guest') {
+            const r = await accounts.register({ kind, initialDeviceDisplayName });
+            return { body: { user_id: r.userId, home_server: accounts.serverName, access_token: r.accessToken, device_id: r.deviceId } };
+          }
+          const r = await accounts.register({
+            kind,
+            auth: body['auth'],
+            username: optionalString(body, 'username'),
+            password: optionalString(body, 'password'),
+            deviceId: optionalString(body, 'device_id'),
+            initialDeviceDisplayName,
+            inhibitLogin: optionalBoolean(body, 'inhibit_login'),
+          });
+          const reply: Record<string, string> = { user_id: r.userId, home_server: accounts.serverName };
+          if (r.accessToken !== undefined && r.deviceId !== undefined) {
+            reply['access_token'] = r.accessToken;
+            reply['device_id'] = r.deviceId;
+          }
+          return { body: reply };
+        }),
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: ['r0', 'v3'],
+      path: '/register/available',
+      auth: 'none',
+      handler: async (req) => {
+        await accounts.checkUsernameAvailable(requiredQueryParam(req, 'username'));
+        return { body: { available: true } };
+      },
+    },
+    ...(['GET', 'POST'] as const).map(
+      (method): RouteDef => ({
+        method,
+        api: 'client',
+        versions: ['v1'],
+        path: '/register/m.login.registration_token/validity',
+        auth: 'none',
+        body: 'none',
+        handler: async (req) => ({ body: { valid: await accounts.registrationTokenValid(requiredQueryParam(req, 'token')) } }),
+      }),
+    ),
+  ];
+}

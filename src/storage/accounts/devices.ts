@@ -1,0 +1,94 @@
+// Device rows. Deleting a device also deletes its access tokens (they have no foreign key to it).
+
+import type { Kysely, Selectable } from 'kysely';
+import type { DevicesTable, Schema } from '../schema.js';
+
+export type DeviceRow = Selectable<DevicesTable>;
+
+/** Creates the device unless the user already has one with this ID; true when created. */
+export async function insertDevice(
+  db: Kysely<Schema>,
+  userId: string,
+  deviceId: string,
+  displayName: string | null,
+  createdTs: number,
+): Promise<boolean> {
+  const row = await db
+    .insertInto('devices')
+    .values({ user_id: userId, device_id: deviceId, display_name: displayName, created_ts: createdTs, last_seen_ts: null, last_seen_ip: null })
+    .onConflict((oc) => oc.columns(['user_id', 'device_id']).doNothing())
+    .returning('device_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function findDevice(db: Kysely<Schema>, userId: string, deviceId: string): Promise<DeviceRow | undefined> {
+  return db
+    .selectFrom('devices')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('device_id', '=', deviceId)
+    .executeTakeFirst();
+}
+
+export async function listDevices(db: Kysely<Schema>, userId: string): Promise<DeviceRow[]> {
+  return db.selectFrom('devices').selectAll().where('user_id', '=', userId).orderBy('device_id').execute();
+}
+
+export async function renameDevice(
+  db: Kysely<Schema>,
+  userId: string,
+  deviceId: string,
+  displayName: string | null,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('devices')
+    .set({ display_name: displayName })
+    .where('user_id', '=', userId)
+    .where('device_id', '=', deviceId)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+export async function touchDevice(
+  db: Kysely<Schema>,
+  userId: string,
+  deviceId: string,
+  ts: number,
+  ip: string | null,
+): Promise<void> {
+  await db
+    .updateTable('devices')
+    .set({ last_seen_ts: ts, last_seen_ip: ip })
+    .where('user_id', '=', userId)
+    .where('device_id', '=', deviceId)
+    .execute();
+}
+
+/** Deletes these devices of the user and their tokens; returns the IDs that existed. */
+export async function deleteDevices(db: Kysely<Schema>, userId: string, deviceIds: readonly string[]): Promise<string[]> {
+  if (deviceIds.length === 0) return [];
+  await db.deleteFrom('access_tokens').where('user_id', '=', userId).where('device_id', 'in', deviceIds).execute();
+  const rows = await db
+    .deleteFrom('devices')
+    .where('user_id', '=', userId)
+    .where('device_id', 'in', deviceIds)
+    .returning('device_id')
+    .execute();
+  return rows.map((r) => r.device_id);
+}
+
+/** Deletes every device of the user but `exceptDeviceId`, and their tokens; returns the deleted IDs. */
+export async function deleteAllDevices(
+  db: Kysely<Schema>,
+  userId: string,
+  exceptDeviceId: string | null = null,
+): Promise<string[]> {
+  let tokens = db.deleteFrom('access_tokens').where('user_id', '=', userId);
+  if (exceptDeviceId !== null) tokens = tokens.where('device_id', '!=', exceptDeviceId);
+  await tokens.execute();
+  let devices = db.deleteFrom('devices').where('user_id', '=', userId);
+  if (exceptDeviceId !== null) devices = devices.where('device_id', '!=', exceptDeviceId);
+  const rows = await devices.returning('device_id').execute();
+  return rows.map((r) => r.device_id);
+}
