@@ -63,6 +63,9 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
       maxLifetimeSeconds: lifetime > 0 ? lifetime : 0,
       types: pgTypes,
     });
+    // An idle connection that breaks (server restart, dropped network, a forced disconnect) is
+    // dropped by the pool and reopened on demand; without a listener its error would crash us.
+    pool.on('error', () => {});
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect, close: () => db.destroy() };
   }

@@ -1,0 +1,235 @@
+// Presence of local users on the presence stream. A user is online while they sync (or set it),
+// unavailable after being idle for a while or when they say so, offline once they stop syncing.
+// Changes are shown to the users who share a room with them.
+
+import type { Kysely } from 'kysely';
+import { HearthError } from '../protocol/errors.js';
+import type { Schema } from '../storage/schema.js';
+import { allocateStreamPosition } from '../storage/streams.js';
+import {
+  selectPresence,
+  selectPresenceSince,
+  selectPresentUsers,
+  upsertPresence,
+  type PresenceRow,
+  type PresenceState,
+} from '../storage/user-data/presence.js';
+import type { Notifier } from '../sync/notifier.js';
+
+export type { PresenceState } from '../storage/user-data/presence.js';
+export const PRESENCE_STATES: readonly PresenceState[] = ['online', 'offline', 'unavailable'];
+
+/** Timings as the reference server uses them. */
+export const SYNC_ONLINE_TIMEOUT_MS = 30_000;
+export const IDLE_TIMEOUT_MS = 5 * 60_000;
+/** Within this of their last activity a user is `currently_active`; activity inside it is not re-announced. */
+export const LAST_ACTIVE_GRANULARITY_MS = 60_000;
+const MAX_STATUS_MSG_LENGTH = 1024;
+
+export interface PresenceServiceDeps {
+  readonly db: Kysely<Schema>;
+  readonly notifier: Notifier;
+  /** Users who share at least one room with the user (the room server answers). */
+  readonly usersSharingRooms: (userId: string) => Promise<Iterable<string>>;
+  readonly now?: () => number;
+  /** With presence off, nothing is stored and everyone reads as offline. Default on. */
+  readonly enabled?: boolean;
+  readonly syncOnlineTimeoutMs?: number;
+  readonly idleTimeoutMs?: number;
+}
+
+export interface PresenceContent {
+  presence: PresenceState;
+  last_active_ago?: number;
+  status_msg?: string;
+  currently_active?: boolean;
+  displayname?: string;
+  avatar_url?: string;
+}
+
+export interface PresenceEvent {
+  readonly type: 'm.presence';
+  readonly sender: string;
+  readonly content: PresenceContent;
+}
+
+type SyncPresence = PresenceState | undefined;
+
+export class PresenceService {
+  private readonly now: () => number;
+  private readonly enabled: boolean;
+  private readonly syncTimeout: number;
+  private readonly idleTimeout: number;
+  /** Syncs in progress per user, and when each user last finished one. */
+  private readonly activeSyncs = new Map<string, number>();
+  private readonly lastSyncEnd = new Map<string, number>();
+  private readonly startedAt: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: PresenceServiceDeps) {
+    this.now = deps.now ?? Date.now;
+    this.enabled = deps.enabled ?? true;
+    this.syncTimeout = deps.syncOnlineTimeoutMs ?? SYNC_ONLINE_TIMEOUT_MS;
+    this.idleTimeout = deps.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+    this.startedAt = this.now();
+  }
+
+  /** PUT /presence/{userId}/status: only for oneself (403). */
+  async setPresence(requesterId: string, userId: string, state: unknown, statusMsg?: unknown): Promise<void> {
+    if (requesterId !== userId) throw HearthError.forbidden('Can only set your own presence state');
+    if (typeof state !== 'string' || !(PRESENCE_STATES as readonly string[]).includes(state)) {
+      throw HearthError.invalidParam(`'presence' must be one of ${PRESENCE_STATES.join(', ')}`);
+    }
+    if (statusMsg !== undefined && statusMsg !== null && typeof statusMsg !== 'string') {
+      throw HearthError.invalidParam("'status_msg' must be a string");
+    }
+    if (typeof statusMsg === 'string' && statusMsg.length > MAX_STATUS_MSG_LENGTH) {
+      throw HearthError.invalidParam(`'status_msg' is too long (max ${MAX_STATUS_MSG_LENGTH})`);
+    }
+    if (!this.enabled) return;
+    const now = this.now();
+    this.lastSyncEnd.set(userId, now);
+    const current = await selectPresence(this.deps.db, userId);
+    await this.store(userId, {
+      state: state as PresenceState,
+      statusMsg: typeof statusMsg === 'string' ? statusMsg : null,
+      lastActiveTs: state === 'online' ? now : (current?.lastActiveTs ?? now),
+    });
+  }
+
+  /**
+   * GET /presence/{userId}/status: oneself or a user sharing a room (else 403). A user who never
+   * set a presence reads as offline.
+   */
+  async getPresence(requesterId: string, userId: string): Promise<PresenceContent> {
+    if (requesterId !== userId) {
+      const visible = new Set(await this.deps.usersSharingRooms(requesterId));
+      if (!visible.has(userId)) throw HearthError.forbidden('You are not allowed to see their presence');
+    }
+    const row = this.enabled ? await selectPresence(this.deps.db, userId) : undefined;
+    if (!row) return { presence: 'offline' };
+    return this.contentOf(row, this.now());
+  }
+
+  /**
+   * A sync starts with `set_presence` (absent means online). `offline` leaves presence alone;
+   * `online` brings an offline user online; `unavailable` marks the user idle. Call the returned
+   * function when the sync request ends: a user with no sync for a while goes offline.
+   */
+  async setPresenceFromSync(userId: string, setPresence: SyncPresence = 'online'): Promise<() => void> {
+    if (!this.enabled || setPresence === 'offline') return () => {};
+    this.activeSyncs.set(userId, (this.activeSyncs.get(userId) ?? 0) + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const n = (this.activeSyncs.get(userId) ?? 1) - 1;
+      if (n <= 0) this.activeSyncs.delete(userId);
+      else this.activeSyncs.set(userId, n);
+      this.lastSyncEnd.set(userId, this.now());
+    };
+    try {
+      const current = await selectPresence(this.deps.db, userId);
+      const now = this.now();
+      if (setPresence === 'online' && (!current || current.state === 'offline')) {
+        await this.store(userId, { state: 'online', statusMsg: current?.statusMsg ?? null, lastActiveTs: now });
+      } else if (setPresence === 'unavailable' && current?.state !== 'unavailable') {
+        await this.store(userId, { state: 'unavailable', statusMsg: current?.statusMsg ?? null, lastActiveTs: current?.lastActiveTs ?? now });
+      }
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return release;
+  }
+
+  /**
+   * The user did something (sent an event): online again, and the last-active time moves on.
+   * Within the granularity of the previous announcement nothing is written.
+   */
+  async bumpActive(userId: string): Promise<void> {
+    if (!this.enabled) return;
+    const now = this.now();
+    const current = await selectPresence(this.deps.db, userId);
+    if (current && current.state === 'online' && now - current.lastActiveTs < LAST_ACTIVE_GRANULARITY_MS) return;
+    await this.store(userId, { state: 'online', statusMsg: current?.statusMsg ?? null, lastActiveTs: now });
+  }
+
+  /** The profile shown with presence changed: announce the presence again. */
+  async profileChanged(userId: string): Promise<void> {
+    if (!this.enabled) return;
+    const current = await selectPresence(this.deps.db, userId);
+    if (current) await this.store(userId, current);
+  }
+
+  /**
+   * For sync: m.presence events of the user and those sharing a room with them that changed
+   * after `afterPosition` (everyone's for 0), oldest change first.
+   */
+  async presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> {
+    if (!this.enabled) return [];
+    const visible = new Set(await this.deps.usersSharingRooms(userId));
+    visible.add(userId);
+    const rows = await selectPresenceSince(this.deps.db, [...visible], afterPosition);
+    const now = this.now();
+    return rows.map((r) => {
+      const content = this.contentOf(r, now);
+      if (r.displayname !== null) content.displayname = r.displayname;
+      if (r.avatarUrl !== null) content.avatar_url = r.avatarUrl;
+      return { type: 'm.presence', sender: r.userId, content };
+    });
+  }
+
+  /**
+   * Applies the timeouts: online users idle past the idle timeout become unavailable; users
+   * who have not synced within the sync timeout (and are not syncing now) become offline.
+   */
+  async sweep(): Promise<void> {
+    if (!this.enabled) return;
+    const now = this.now();
+    for (const row of await selectPresentUsers(this.deps.db)) {
+      if ((this.activeSyncs.get(row.userId) ?? 0) > 0) {
+        if (row.state === 'online' && now - row.lastActiveTs > this.idleTimeout) {
+          await this.store(row.userId, { ...row, state: 'unavailable' });
+        }
+        continue;
+      }
+      const lastSeen = this.lastSyncEnd.get(row.userId) ?? this.startedAt;
+      if (now - lastSeen > this.syncTimeout) await this.store(row.userId, { ...row, state: 'offline' });
+      else if (row.state === 'online' && now - row.lastActiveTs > this.idleTimeout) {
+        await this.store(row.userId, { ...row, state: 'unavailable' });
+      }
+    }
+  }
+
+  /** Runs `sweep` every `intervalMs` until close(). */
+  start(intervalMs = 5_000): void {
+    if (this.timer || !this.enabled) return;
+    this.timer = setInterval(() => void this.sweep().catch(() => {}), intervalMs);
+    this.timer.unref();
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private contentOf(row: PresenceRow, now: number): PresenceContent {
+    const ago = Math.max(0, now - row.lastActiveTs);
+    const content: PresenceContent = { presence: row.state, last_active_ago: ago };
+    if (row.statusMsg !== null) content.status_msg = row.statusMsg;
+    if (row.state === 'online') content.currently_active = ago < LAST_ACTIVE_GRANULARITY_MS;
+    return content;
+  }
+
+  private async store(userId: string, next: Pick<PresenceRow, 'state' | 'statusMsg' | 'lastActiveTs'>): Promise<void> {
+    const position = await this.deps.db.transaction().execute(async (trx) => {
+      const p = await allocateStreamPosition(trx, 'presence');
+      await upsertPresence(trx, { userId, state: next.state, statusMsg: next.statusMsg, lastActiveTs: next.lastActiveTs, position: p });
+      return p;
+    });
+    const audience = new Set(await this.deps.usersSharingRooms(userId));
+    audience.add(userId);
+    this.deps.notifier.notify({ stream: 'presence', position, userIds: [...audience] });
+  }
+}

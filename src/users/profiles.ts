@@ -1,0 +1,120 @@
+// Profiles: display name and avatar URL of local users. A change is stored, then handed to the
+// room server (through `onProfileChange`) so the user's member events follow it.
+
+import type { Kysely } from 'kysely';
+import { HearthError } from '../protocol/errors.js';
+import { isMxcUri, parseUserId, serverNameOf } from '../protocol/ids.js';
+import type { Schema } from '../storage/schema.js';
+import { accountExists, insertProfile, selectProfile, updateProfile, type ProfileRow } from '../storage/user-data/profiles.js';
+
+/** Limits as the reference server keeps them. */
+export const MAX_DISPLAYNAME_LENGTH = 256;
+export const MAX_AVATAR_URL_LENGTH = 1000;
+
+export interface Profile {
+  readonly displayname: string | null;
+  readonly avatar_url: string | null;
+}
+
+export interface ProfileServiceDeps {
+  readonly db: Kysely<Schema>;
+  readonly serverName: string;
+  /** Called after a change is stored; the room server updates the user's member events. */
+  readonly onProfileChange?: (userId: string, profile: Profile) => Promise<void> | void;
+}
+
+/** Who asks: only the user themselves (or a server admin) may change a profile. */
+export interface ProfileActor {
+  readonly userId: string;
+  readonly isAdmin?: boolean;
+}
+
+export class ProfileService {
+  constructor(private readonly deps: ProfileServiceDeps) {}
+
+  /**
+   * The profile a new account starts with: the display name asked for at registration, else its
+   * localpart; no avatar. Fits the accounts service's `onRegister` hook; `db` may be a transaction.
+   */
+  async createProfile(userId: string, localpart: string, displayname?: string, db: Kysely<Schema> = this.deps.db): Promise<void> {
+    const name = displayname?.trim();
+    await insertProfile(db, { userId, displayname: name ? name.slice(0, MAX_DISPLAYNAME_LENGTH) : localpart, avatarUrl: null });
+  }
+
+  /** The stored profile, or undefined for a user without one (room server: member event content). */
+  async profileOf(userId: string): Promise<Profile | undefined> {
+    const row = await selectProfile(this.deps.db, userId);
+    return row && toProfile(row);
+  }
+
+  /** GET /profile/{userId}: the fields that are set. 404 M_NOT_FOUND for an unknown user. */
+  async getProfile(userId: string): Promise<{ displayname?: string; avatar_url?: string }> {
+    const profile = await this.requireProfile(userId);
+    return {
+      ...(profile.displayname !== null ? { displayname: profile.displayname } : {}),
+      ...(profile.avatar_url !== null ? { avatar_url: profile.avatar_url } : {}),
+    };
+  }
+
+  /** One field; 404 M_NOT_FOUND when the user is unknown or the field is not set. */
+  async getField(userId: string, field: keyof Profile): Promise<string> {
+    const value = (await this.requireProfile(userId))[field];
+    if (value === null) throw HearthError.notFound(`The user has no ${field}`);
+    return value;
+  }
+
+  async setDisplayname(actor: ProfileActor, userId: string, value: unknown): Promise<Profile> {
+    if (typeof value !== 'string') throw HearthError.invalidParam("'displayname' must be a string");
+    if (value.length > MAX_DISPLAYNAME_LENGTH) {
+      throw HearthError.invalidParam(`Display name is too long (max ${MAX_DISPLAYNAME_LENGTH})`);
+    }
+    const trimmed = value.trim();
+    return this.change(actor, userId, { displayname: trimmed === '' ? null : trimmed });
+  }
+
+  async setAvatarUrl(actor: ProfileActor, userId: string, value: unknown): Promise<Profile> {
+    if (typeof value !== 'string') throw HearthError.invalidParam("'avatar_url' must be a string");
+    if (value.length > MAX_AVATAR_URL_LENGTH) {
+      throw HearthError.invalidParam(`Avatar URL is too long (max ${MAX_AVATAR_URL_LENGTH})`);
+    }
+    if (value !== '' && !isMxcUri(value)) throw HearthError.invalidParam("'avatar_url' must be an mxc:// URI");
+    return this.change(actor, userId, { avatarUrl: value === '' ? null : value });
+  }
+
+  private async change(
+    actor: ProfileActor,
+    userId: string,
+    change: { displayname?: string | null; avatarUrl?: string | null },
+  ): Promise<Profile> {
+    const target = parseUserId(userId);
+    if (serverNameOf(target) !== this.deps.serverName) {
+      throw HearthError.forbidden('Cannot change the profile of a user on another server');
+    }
+    if (actor.userId !== userId && actor.isAdmin !== true) {
+      throw HearthError.forbidden("Cannot change another user's profile");
+    }
+    if (actor.userId !== userId && !(await this.known(userId))) throw HearthError.notFound('Unknown user');
+    const before = await selectProfile(this.deps.db, userId);
+    const stored = toProfile(await updateProfile(this.deps.db, userId, change));
+    const changed =
+      before === undefined || before.displayname !== stored.displayname || before.avatarUrl !== stored.avatar_url;
+    if (changed) await this.deps.onProfileChange?.(userId, stored);
+    return stored;
+  }
+
+  private async known(userId: string): Promise<boolean> {
+    return (await selectProfile(this.deps.db, userId)) !== undefined || (await accountExists(this.deps.db, userId));
+  }
+
+  private async requireProfile(userId: string): Promise<Profile> {
+    const row = await selectProfile(this.deps.db, userId);
+    if (row) return toProfile(row);
+    // An account made before profiles were kept still has an (empty) profile.
+    if (await this.known(userId)) return { displayname: null, avatar_url: null };
+    throw HearthError.notFound('Profile not found');
+  }
+}
+
+function toProfile(row: ProfileRow): Profile {
+  return { displayname: row.displayname, avatar_url: row.avatarUrl };
+}
