@@ -6,10 +6,17 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateConfig } from './config/index.js';
 import { encodeSigningKeyFile, generateSigningKey } from './protocol/signing.js';
+import { UsageError } from './server/errors.js';
 
 const USAGE = `Usage: hearth <command> [options]
 
 Commands:
+  serve [--config FILE] [--http-bind-address HOST:PORT]
+        [--https-bind-address HOST:PORT --tls-cert FILE --tls-key FILE]
+      Run the server (default configuration ./hearth.yaml, written with defaults when absent).
+      The flags override listen.http, listen.https, listen.tls_cert and listen.tls_key.
+  register [--config FILE] --username NAME --password PASSWORD [--admin]
+      Create an account directly in the database.
   generate-config [--server-name NAME] [--data-dir DIR]
       Print a complete commented configuration file (defaults: localhost, ./data).
   generate-keys [--private-key FILE]
@@ -17,8 +24,6 @@ Commands:
   help
       Show this text.
 `;
-
-class UsageError extends Error {}
 
 function generateConfigCommand(args: string[]): void {
   const { values } = parseArgs({
@@ -49,6 +54,9 @@ function generateKeysCommand(args: string[]): void {
 }
 
 const COMMANDS: Record<string, (args: string[]) => void | Promise<void>> = {
+  // Loaded on demand: they bring in the whole server, which the other commands do not need.
+  serve: async (args) => (await import('./server/serve.js')).serveCommand(args),
+  register: async (args) => (await import('./server/register.js')).registerCommand(args),
   'generate-config': generateConfigCommand,
   'generate-keys': generateKeysCommand,
   help: () => void process.stdout.write(USAGE),
@@ -65,7 +73,8 @@ export async function main(argv: string[]): Promise<number> {
     await command(rest);
     return 0;
   } catch (err) {
-    // parseArgs and our own checks report bad usage; anything else is a real failure.
+    // The message alone: configuration and startup problems are the operator's to fix, and a
+    // stack would bury them. parseArgs and our own checks report bad usage (exit 2).
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`hearth ${name}: ${(err as Error).message}\n`);
     return usage ? 2 : 1;

@@ -1,0 +1,296 @@
+// The one place where the server's objects are made and wired from the configuration: the
+// database, the signing key, the notifier, the services with their routes, the HTTP app and its
+// listeners. Everything else receives what it needs from here.
+
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { healthRoutes, databaseProbe } from './admin/health.js';
+import { accountRoutes } from './client/account/index.js';
+import { serverInfoRoutes } from './client/server-info/index.js';
+import type { HearthConfig } from './config/index.js';
+import { keyServerRoutes } from './federation/key-server.js';
+import { buildHttpApp } from './http/app.js';
+import type { Authenticator, RouteDef } from './http/route.js';
+import type { SigningKey } from './protocol/signing.js';
+import { type BoundListener, type ListenerSpec, Listeners } from './server/listeners.js';
+import { setUpLogging } from './server/logging.js';
+import { loadOrCreateSigningKey } from './server/signing-key.js';
+import { type Database, openDatabase } from './storage/database.js';
+import { migrateToLatest } from './storage/migrations/index.js';
+import type { Schema } from './storage/schema.js';
+import { currentStreamPositions } from './storage/streams.js';
+import { Notifier } from './sync/notifier.js';
+import { AccountService } from './users/accounts.js';
+
+/** The server's log, for services (which never see Fastify); details are structured fields. */
+export interface Log {
+  debug(message: string, details?: object): void;
+  info(message: string, details?: object): void;
+  warn(message: string, details?: object): void;
+  error(message: string, details?: object): void;
+}
+
+/** What every part of the server is built from. */
+export interface ServerCore {
+  readonly config: HearthConfig;
+  readonly serverName: string;
+  readonly database: Database<Schema>;
+  readonly db: Kysely<Schema>;
+  readonly signingKey: SigningKey;
+  readonly notifier: Notifier;
+  /** Writes to the HTTP app's logger once it exists (services are built before it). */
+  readonly log: Log;
+}
+
+/** A Log that forwards to the app's logger once `attach` is called, and drops lines before. */
+class AppLog implements Log {
+  private target: FastifyInstance['log'] | undefined;
+  attach(target: FastifyInstance['log']): void {
+    this.target = target;
+  }
+  debug(message: string, details: object = {}): void {
+    this.target?.debug(details, message);
+  }
+  info(message: string, details: object = {}): void {
+    this.target?.info(details, message);
+  }
+  warn(message: string, details: object = {}): void {
+    this.target?.warn(details, message);
+  }
+  error(message: string, details: object = {}): void {
+    this.target?.error(details, message);
+  }
+}
+
+/**
+ * A part of the server: the routes it serves, optionally the access-token check (at most one part
+ * gives it), and what to do when the server stops.
+ */
+export interface ServerPart {
+  readonly name: string;
+  readonly routes: readonly RouteDef[];
+  readonly authenticate?: Authenticator;
+  /** The listeners stopped accepting: end long waits (long-polls) so requests can finish. */
+  stopping?(): void;
+  /** Requests have drained; the database is still open. */
+  close?(): Promise<void> | void;
+}
+
+/** The services, for the command line, startup tasks and tests. */
+export interface Services {
+  readonly accounts: AccountService;
+}
+
+/** The account service as the configuration asks for it. */
+export function accountService(core: Pick<ServerCore, 'config' | 'db' | 'serverName'>): AccountService {
+  const { config } = core;
+  return new AccountService({
+    db: core.db,
+    serverName: core.serverName,
+    bcryptCost: config.user_api.bcrypt_cost,
+    registrationDisabled: config.client_api.registration_disabled,
+    guestsDisabled: config.client_api.guests_disabled,
+    registrationSharedSecret: config.client_api.registration_shared_secret,
+    registrationRequiresToken: config.client_api.registration_requires_token,
+    ...(config.global.well_known_client_name !== null ? { clientBaseUrl: config.global.well_known_client_name } : {}),
+  });
+}
+
+/**
+ * The parts, in order. To add an area, build its service from `core` (and earlier services) and
+ * add one part; later parts may use the services of earlier ones.
+ */
+async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; services: Services }> {
+  const { config } = core;
+  const accounts = accountService(core);
+  const parts: ServerPart[] = [
+    {
+      name: 'server-info',
+      routes: serverInfoRoutes({
+        clientBaseUrl: config.global.well_known_client_name,
+        serverName: config.global.well_known_server_name,
+      }),
+    },
+    {
+      name: 'key-server',
+      routes: keyServerRoutes({
+        serverName: core.serverName,
+        signingKey: core.signingKey,
+        validityPeriodMs: config.global.key_validity_period,
+      }),
+    },
+    { name: 'health', routes: healthRoutes({ probe: databaseProbe(core.db as Kysely<unknown>) }) },
+    { name: 'accounts', routes: accountRoutes({ accounts }), authenticate: accounts.authenticate },
+  ];
+  return { parts, services: { accounts } };
+}
+
+export interface CreateServerOptions {
+  /** Fastify's logger option; default: the `logging` targets of the configuration. */
+  logger?: boolean | object;
+  /** How long requests in progress may run on after close() is called; default 5 s. */
+  closeGraceMs?: number;
+}
+
+export interface HearthServer {
+  readonly app: FastifyInstance;
+  readonly core: ServerCore;
+  readonly services: Services;
+  /** Whether the signing key file was created by this start. */
+  readonly createdSigningKey: boolean;
+  /** The listeners bound by listen(); empty before. */
+  readonly listeners: readonly BoundListener[];
+  /** Binds the listeners of `config.listen` (or `specs`); every one serves every route. */
+  listen(specs?: readonly ListenerSpec[]): Promise<readonly BoundListener[]>;
+  /** Stops the listeners, lets requests drain, closes the parts, the app and the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The listener specs of a configuration, TLS files read. */
+export function listenerSpecs(config: HearthConfig): ListenerSpec[] {
+  const specs: ListenerSpec[] = [];
+  const { http, https, tls_cert, tls_key } = config.listen;
+  if (http !== null) specs.push({ host: http.host, port: http.port });
+  if (https !== null) {
+    if (tls_cert === null || tls_key === null) throw new Error('listen.https needs listen.tls_cert and listen.tls_key');
+    specs.push({ host: https.host, port: https.port, tls: { cert: readPem(tls_cert, 'listen.tls_cert'), key: readPem(tls_key, 'listen.tls_key') } });
+  }
+  return specs;
+}
+
+function readPem(path: string, key: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${key}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Opens the database and applies every pending migration. */
+export async function openMigratedDatabase(config: HearthConfig): Promise<Database<Schema>> {
+  const database = openDatabase<Schema>({
+    connectionString: config.global.database.connection_string,
+    maxOpenConns: config.global.database.max_open_conns,
+    maxIdleConns: config.global.database.max_idle_conns,
+    connMaxLifetimeSeconds: config.global.database.conn_max_lifetime,
+  });
+  try {
+    await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
+  } catch (err) {
+    await database.close().catch(() => undefined);
+    throw err;
+  }
+  return database;
+}
+
+export async function createServer(config: HearthConfig, options: CreateServerOptions = {}): Promise<HearthServer> {
+  mkdirSync(config.global.data_dir, { recursive: true });
+  const { key: signingKey, created: createdSigningKey } = loadOrCreateSigningKey(config.global.private_key);
+  const logging = options.logger === undefined ? setUpLogging(config.logging) : undefined;
+  let database: Database<Schema>;
+  try {
+    database = await openMigratedDatabase(config);
+  } catch (err) {
+    await logging?.close();
+    throw err;
+  }
+  const parts: ServerPart[] = [];
+  try {
+    const notifier = new Notifier(await currentStreamPositions(database.db));
+    const log = new AppLog();
+    const core: ServerCore = {
+      config,
+      serverName: config.global.server_name,
+      database,
+      db: database.db,
+      signingKey,
+      notifier,
+      log,
+    };
+    const built = await buildParts(core);
+    parts.push(...built.parts);
+    const authenticators = parts.flatMap((p) => (p.authenticate ? [p.authenticate] : []));
+    if (authenticators.length > 1) throw new Error('more than one part authenticates access tokens');
+    const app = buildHttpApp(
+      parts.flatMap((p) => p.routes),
+      {
+        logger: options.logger ?? logging?.logger ?? false,
+        ...(authenticators[0] ? { authenticate: authenticators[0] } : {}),
+      },
+    );
+    log.attach(app.log);
+    await app.ready();
+    return new RunningServer(app, core, built.services, createdSigningKey, parts, options.closeGraceMs ?? 5000, logging?.close);
+  } catch (err) {
+    await closeParts(parts);
+    await database.close().catch(() => undefined);
+    await logging?.close();
+    throw err;
+  }
+}
+
+/** Closes every part, later ones first (they may use earlier ones' services); returns the failures. */
+async function closeParts(parts: readonly ServerPart[]): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  for (const part of [...parts].reverse()) {
+    try {
+      await part.close?.();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  return failures;
+}
+
+class RunningServer implements HearthServer {
+  private sockets: Listeners | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly app: FastifyInstance,
+    readonly core: ServerCore,
+    readonly services: Services,
+    readonly createdSigningKey: boolean,
+    private readonly parts: readonly ServerPart[],
+    private readonly closeGraceMs: number,
+    private readonly closeLogs: (() => Promise<void>) | undefined,
+  ) {}
+
+  get listeners(): readonly BoundListener[] {
+    return this.sockets?.bound ?? [];
+  }
+
+  async listen(specs?: readonly ListenerSpec[]): Promise<readonly BoundListener[]> {
+    if (this.sockets !== undefined || this.closing !== undefined) throw new Error('the server is already listening or closed');
+    const wanted = specs ?? listenerSpecs(this.core.config);
+    if (wanted.length === 0) throw new Error('no listener configured: set listen.http or listen.https');
+    this.sockets = await Listeners.start(this.app.routing, wanted);
+    return this.sockets.bound;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    const failures: unknown[] = [];
+    const step = async (fn: () => Promise<void> | void) => {
+      try {
+        await fn();
+      } catch (err) {
+        failures.push(err);
+      }
+    };
+    const stopping = () => {
+      for (const part of this.parts) part.stopping?.();
+    };
+    await step(() => (this.sockets ? this.sockets.close(this.closeGraceMs, stopping) : stopping()));
+    failures.push(...(await closeParts(this.parts)));
+    await step(() => this.app.close());
+    await step(() => this.core.database.close());
+    await step(() => this.closeLogs?.());
+    if (failures.length > 0) throw new AggregateError(failures, 'the server did not close cleanly');
+  }
+}

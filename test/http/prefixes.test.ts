@@ -1,0 +1,37 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mountPaths } from '../../src/http/prefixes.js';
+
+test('a client route answers under both protocol names and every version it lists', () => {
+  assert.deepEqual(mountPaths({ api: 'client', versions: ['r0', 'v3'], path: '/sync' }), [
+    '/_chat/client/r0/sync',
+    '/_chat/client/v3/sync',
+    '/_matrix/client/r0/sync',
+    '/_matrix/client/v3/sync',
+  ]);
+});
+
+test('the empty version mounts a route without a version segment', () => {
+  assert.deepEqual(mountPaths({ api: 'client', versions: [''], path: '/versions' }), [
+    '/_chat/client/versions',
+    '/_matrix/client/versions',
+  ]);
+  assert.deepEqual(mountPaths({ api: 'admin', versions: ['', 'v1'], path: '/x' }), [
+    '/_ext/admin/x',
+    '/_ext/admin/v1/x',
+    '/_synapse/admin/x',
+    '/_synapse/admin/v1/x',
+  ]);
+});
+
+test('well-known and root routes ignore versions', () => {
+  assert.deepEqual(mountPaths({ api: 'wellKnown', versions: ['v3'], path: '/client' }), [
+    '/.well-known/chat/client',
+    '/.well-known/matrix/client',
+  ]);
+  assert.deepEqual(mountPaths({ api: 'root', path: '/health' }), ['/health']);
+});
+
+test('a route listing no versions is not mounted', () => {
+  assert.deepEqual(mountPaths({ api: 'key', path: '/server' }), []);
+});
