@@ -57,7 +57,7 @@ describe('npm start', () => {
   after(() => rmSync(project, { recursive: true, force: true }));
 
   test('the start script runs the built CLI, which is the package bin', () => {
-    assert.equal(pkg.scripts['start'], 'node dist/cli.js serve');
+    assert.equal(pkg.scripts['start'], 'exec node dist/cli.js serve');
     assert.equal(pkg.bin['hearth'], 'dist/cli.js');
     assert.equal(pkg.scripts['prepare'], 'npm run build');
   });
