@@ -1,4 +1,113 @@
-// Rooms, events and room state (migration 003).
+// Rooms, events and room state (migration 003). Booleans are 0/1 integers; JSON is stored as text.
 
+import type { Generated } from 'kysely';
 
-export interface RoomsTables {}
+export interface RoomsTable {
+  room_nid: Generated<number>;
+  room_id: string;
+  room_version: string;
+  creator: string;
+  created_ts: number;
+  /** Published in the server's room directory (visibility "public"). */
+  is_public: number;
+  /** The snapshot holding the room's current state; null until the create event is stored. */
+  state_snapshot_nid: number | null;
+  // A summary of the current state, kept in step with it, for the directory and room summaries.
+  name: string | null;
+  topic: string | null;
+  canonical_alias: string | null;
+  avatar_url: string | null;
+  join_rule: string | null;
+  history_visibility: string | null;
+  guest_access: string | null;
+  room_type: string | null;
+  joined_members: number;
+  invited_members: number;
+}
+
+/** Small integer ids for (event type, state key) pairs, used by state snapshots. */
+export interface EventStateKeysTable {
+  state_key_nid: Generated<number>;
+  event_type: string;
+  state_key: string;
+}
+
+export interface EventsTable {
+  event_nid: Generated<number>;
+  event_id: string;
+  room_nid: number;
+  type: string;
+  state_key: string | null;
+  sender: string;
+  origin_server_ts: number;
+  depth: number;
+  /** Position on the global `events` stream: the order clients and sync see. */
+  stream_ordering: number;
+  /** The full PDU as JSON (hashes, signatures, auth_events, prev_events, depth). */
+  json: string;
+  /** Server-side unsigned data (prev_content, replaces_state, invite_room_state ...) as JSON. */
+  unsigned_json: string | null;
+  /** For m.room.redaction: the event it redacts. */
+  redacts: string | null;
+  /** The redaction that applies to this event, once one does. */
+  redacted_by: string | null;
+  rejected: number;
+  rejection_reason: string | null;
+  /** The state before and after this event (equal for non-state events). */
+  state_before_nid: number | null;
+  state_after_nid: number | null;
+  /** For events a client sent with a transaction id: its device and txnId (idempotent sends). */
+  txn_device_id: string | null;
+  txn_id: string | null;
+}
+
+export interface StateSnapshotsTable {
+  snapshot_nid: Generated<number>;
+  room_nid: number;
+  /** The snapshot this one is a delta against; null for a full snapshot. */
+  parent_nid: number | null;
+  /** Number of deltas between this snapshot and the full snapshot it rests on (0 when full). */
+  chain_length: number;
+  /** JSON array of the ancestors' nids, from the full base to the parent ([] when full). */
+  chain: string;
+}
+
+export interface StateSnapshotEntriesTable {
+  snapshot_nid: number;
+  state_key_nid: number;
+  /** The state event; null removes the entry inherited from the parent. */
+  event_nid: number | null;
+}
+
+export interface RoomMembershipsTable {
+  room_nid: number;
+  user_id: string;
+  membership: string;
+  event_nid: number;
+  stream_ordering: number;
+  /** 1 once the user forgot the room after leaving; reset by their next membership change. */
+  forgotten: number;
+}
+
+export interface ForwardExtremitiesTable {
+  room_nid: number;
+  event_nid: number;
+}
+
+export interface RoomAliasesTable {
+  alias: string;
+  room_id: string;
+  creator: string;
+  created_ts: number;
+}
+
+export interface RoomsTables {
+  rooms: RoomsTable;
+  event_state_keys: EventStateKeysTable;
+  events: EventsTable;
+  state_snapshots: StateSnapshotsTable;
+  state_snapshot_entries: StateSnapshotEntriesTable;
+  room_memberships: RoomMembershipsTable;
+  forward_extremities: ForwardExtremitiesTable;
+  room_aliases: RoomAliasesTable;
+}

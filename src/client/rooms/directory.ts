@@ -1,0 +1,112 @@
+// Aliases and the published room directory: /directory/room/{alias} PUT, GET, DELETE;
+// /rooms/{roomId}/aliases; /directory/list/room/{roomId} GET, PUT; /publicRooms GET, POST.
+
+import type { RouteDef } from '../../http/route.js';
+import { HearthError } from '../../protocol/errors.js';
+import type { PublicRoomsRequest } from '../../rooms/perform/directory.js';
+import type { RoomService } from '../../rooms/service.js';
+import { body, optionalObject, optionalString, param, query, queryInt, requester, requiredString } from './fields.js';
+
+const VERSIONS = ['r0', 'v3'];
+
+export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
+  const { rooms } = deps;
+  return [
+    {
+      method: 'PUT',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/room/:roomAlias',
+      handler: async (req) => {
+        await rooms.createAlias(requester(req), param(req, 'roomAlias'), requiredString(body(req), 'room_id'));
+        return { body: {} };
+      },
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/room/:roomAlias',
+      auth: 'none',
+      handler: async (req) => ({ body: await rooms.resolveAlias(param(req, 'roomAlias')) }),
+    },
+    {
+      method: 'DELETE',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/room/:roomAlias',
+      handler: async (req) => {
+        await rooms.deleteAlias(requester(req), param(req, 'roomAlias'));
+        return { body: {} };
+      },
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/aliases',
+      handler: async (req) => ({ body: { aliases: await rooms.roomAliases(requester(req), param(req, 'roomId')) } }),
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/list/room/:roomId',
+      auth: 'none',
+      handler: async (req) => ({ body: { visibility: await rooms.directoryVisibility(param(req, 'roomId')) } }),
+    },
+    {
+      method: 'PUT',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/list/room/:roomId',
+      handler: async (req) => {
+        const visibility = optionalString(body(req), 'visibility') ?? 'public';
+        if (visibility !== 'public' && visibility !== 'private') throw HearthError.invalidParam('visibility must be "public" or "private"');
+        await rooms.setDirectoryVisibility(requester(req), param(req, 'roomId'), visibility);
+        return { body: {} };
+      },
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/publicRooms',
+      auth: 'optional',
+      handler: async (req) => {
+        const since = query(req, 'since');
+        const server = query(req, 'server');
+        const request: PublicRoomsRequest = {
+          limit: queryInt(req, 'limit', 100, 0, 500),
+          ...(since !== undefined && since !== '' ? { since } : {}),
+          ...(server !== undefined && server !== '' ? { server } : {}),
+        };
+        return { body: await rooms.publicRooms(request) };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/publicRooms',
+      handler: async (req) => {
+        const b = body(req);
+        const filter = optionalObject(b, 'filter');
+        const search = filter === undefined ? undefined : optionalString(filter, 'generic_search_term');
+        const since = optionalString(b, 'since');
+        const limit = b.limit;
+        if (limit !== undefined && limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0)) {
+          throw HearthError.badJson('limit must be a non-negative integer');
+        }
+        const server = query(req, 'server');
+        const request: PublicRoomsRequest = {
+          limit: typeof limit === 'number' ? Math.min(limit, 500) : 100,
+          ...(since !== undefined ? { since } : {}),
+          ...(search !== undefined ? { searchTerm: search } : {}),
+          ...(server !== undefined && server !== '' ? { server } : {}),
+        };
+        return { body: await rooms.publicRooms(request) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,123 @@
+// Sending and reading events: send with a transaction id, state PUT and GET (an empty state key
+// with or without the trailing slash), the whole state, one event, an event's context, and
+// /messages pagination.
+
+import type { HttpRequest, RouteDef } from '../../http/route.js';
+import { HearthError } from '../../protocol/errors.js';
+import { parseRoomEventFilterParam, type RoomEventFilter } from '../../rooms/event-filter.js';
+import type { RoomService } from '../../rooms/service.js';
+import { body, optionalString, param, query, queryInt, requester } from './fields.js';
+
+const VERSIONS = ['r0', 'v3'];
+const MAX_LIMIT = 1000;
+
+function filterParam(req: HttpRequest): RoomEventFilter | undefined {
+  const text = query(req, 'filter');
+  return text === undefined || text === '' ? undefined : parseRoomEventFilterParam(text);
+}
+
+export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
+  const { rooms } = deps;
+  const putState = (req: HttpRequest, stateKey: string) =>
+    rooms.sendState(requester(req), param(req, 'roomId'), param(req, 'eventType'), stateKey, body(req)).then((eventId) => ({ body: { event_id: eventId } }));
+  const getState = async (req: HttpRequest, stateKey: string) => {
+    const format = query(req, 'format');
+    if (format !== undefined && format !== 'content' && format !== 'event') throw HearthError.invalidParam('format must be "content" or "event"');
+    return { body: await rooms.stateEvent(requester(req), param(req, 'roomId'), param(req, 'eventType'), stateKey, format ?? 'content') };
+  };
+  const state = (method: 'GET' | 'PUT', path: string, key: (req: HttpRequest) => string): RouteDef => ({
+    method,
+    api: 'client',
+    versions: VERSIONS,
+    path,
+    ...(method === 'GET' ? { auth: 'guest' as const } : {}),
+    handler: (req) => (method === 'GET' ? getState(req, key(req)) : putState(req, key(req))),
+  });
+  return [
+    {
+      method: 'PUT',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/send/:eventType/:txnId',
+      auth: 'guest',
+      handler: async (req) => {
+        const eventId = await rooms.sendMessage(requester(req), param(req, 'roomId'), param(req, 'eventType'), body(req), param(req, 'txnId'));
+        return { body: { event_id: eventId } };
+      },
+    },
+    {
+      method: 'PUT',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/redact/:eventId/:txnId',
+      handler: async (req) => {
+        const reason = optionalString(body(req), 'reason');
+        const eventId = await rooms.redact(requester(req), param(req, 'roomId'), param(req, 'eventId'), {
+          txnId: param(req, 'txnId'),
+          ...(reason !== undefined ? { reason } : {}),
+        });
+        return { body: { event_id: eventId } };
+      },
+    },
+    state('PUT', '/rooms/:roomId/state/:eventType/:stateKey', (req) => req.params['stateKey'] ?? ''),
+    state('PUT', '/rooms/:roomId/state/:eventType/', () => ''),
+    state('PUT', '/rooms/:roomId/state/:eventType', () => ''),
+    state('GET', '/rooms/:roomId/state/:eventType/:stateKey', (req) => req.params['stateKey'] ?? ''),
+    state('GET', '/rooms/:roomId/state/:eventType/', () => ''),
+    state('GET', '/rooms/:roomId/state/:eventType', () => ''),
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/state',
+      auth: 'guest',
+      handler: async (req) => ({ body: await rooms.state(requester(req), param(req, 'roomId')) }),
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/event/:eventId',
+      auth: 'guest',
+      handler: async (req) => ({ body: await rooms.getEvent(requester(req), param(req, 'roomId'), param(req, 'eventId')) }),
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/context/:eventId',
+      auth: 'guest',
+      handler: async (req) => {
+        const filter = filterParam(req);
+        const limit = queryInt(req, 'limit', 10, 0, MAX_LIMIT);
+        return {
+          body: await rooms.context(requester(req), param(req, 'roomId'), param(req, 'eventId'), { limit, ...(filter !== undefined ? { filter } : {}) }),
+        };
+      },
+    },
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/messages',
+      auth: 'guest',
+      handler: async (req) => {
+        const dir = query(req, 'dir') ?? 'b';
+        if (dir !== 'b' && dir !== 'f') throw HearthError.invalidParam('dir must be "b" or "f"');
+        const from = query(req, 'from');
+        const to = query(req, 'to');
+        const filter = filterParam(req);
+        const limit = queryInt(req, 'limit', filter?.limit ?? 10, 0, MAX_LIMIT);
+        return {
+          body: await rooms.messages(requester(req), param(req, 'roomId'), {
+            dir,
+            limit,
+            ...(from !== undefined && from !== '' ? { from } : {}),
+            ...(to !== undefined && to !== '' ? { to } : {}),
+            ...(filter !== undefined ? { filter } : {}),
+          }),
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,13 @@
+// The room routes of the client API, all served by the RoomService.
+
+import type { RouteDef } from '../../http/route.js';
+import type { RoomService } from '../../rooms/service.js';
+import { createRoomRoutes } from './create-room.js';
+import { directoryRoutes } from './directory.js';
+import { eventRoutes } from './events.js';
+import { memberRoutes } from './members.js';
+import { membershipRoutes } from './membership.js';
+
+export function roomRoutes(deps: { rooms: RoomService }): RouteDef[] {
+  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps)];
+}

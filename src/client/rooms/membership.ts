@@ -1,0 +1,110 @@
+// Membership: join (by id or alias, and by room id), invite, leave, kick, ban, unban, knock,
+// forget, and the rooms a user is joined to.
+
+import type { RouteDef } from '../../http/route.js';
+import type { RoomService } from '../../rooms/service.js';
+import { body, optionalBoolean, optionalString, param, requester, requiredString } from './fields.js';
+
+const VERSIONS = ['r0', 'v3'];
+
+export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
+  const { rooms } = deps;
+  const reason = (b: ReturnType<typeof body>) => {
+    const r = optionalString(b, 'reason');
+    return r === undefined ? {} : { reason: r };
+  };
+  // POST /rooms/{roomId}/<action> with {user_id, reason}.
+  const targeted = (action: string, run: (actor: ReturnType<typeof requester>, roomId: string, userId: string, options: { reason?: string }) => Promise<void>): RouteDef => ({
+    method: 'POST',
+    api: 'client',
+    versions: VERSIONS,
+    path: `/rooms/:roomId/${action}`,
+    handler: async (req) => {
+      const b = body(req);
+      await run(requester(req), param(req, 'roomId'), requiredString(b, 'user_id'), reason(b));
+      return { body: {} };
+    },
+  });
+  return [
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/join/:roomIdOrAlias',
+      auth: 'guest',
+      // server_name / via name servers to join through: unused until federation exists.
+      handler: async (req) => {
+        const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), reason(body(req)));
+        return { body: { room_id: roomId } };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/join',
+      auth: 'guest',
+      handler: async (req) => {
+        const { roomId } = await rooms.join(requester(req), param(req, 'roomId'), reason(body(req)));
+        return { body: { room_id: roomId } };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: ['v3'],
+      path: '/knock/:roomIdOrAlias',
+      handler: async (req) => {
+        const { roomId } = await rooms.knock(requester(req), param(req, 'roomIdOrAlias'), reason(body(req)));
+        return { body: { room_id: roomId } };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/leave',
+      auth: 'guest',
+      handler: async (req) => {
+        await rooms.leave(requester(req), param(req, 'roomId'), reason(body(req)));
+        return { body: {} };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/forget',
+      handler: async (req) => {
+        await rooms.forget(requester(req), param(req, 'roomId'));
+        return { body: {} };
+      },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/rooms/:roomId/invite',
+      handler: async (req) => {
+        const b = body(req);
+        const isDirect = optionalBoolean(b, 'is_direct');
+        await rooms.invite(requester(req), param(req, 'roomId'), requiredString(b, 'user_id'), {
+          ...reason(b),
+          ...(isDirect !== undefined ? { isDirect } : {}),
+        });
+        return { body: {} };
+      },
+    },
+    targeted('kick', (a, r, u, o) => rooms.kick(a, r, u, o)),
+    targeted('ban', (a, r, u, o) => rooms.ban(a, r, u, o)),
+    targeted('unban', (a, r, u, o) => rooms.unban(a, r, u, o)),
+    {
+      method: 'GET',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/joined_rooms',
+      auth: 'guest',
+      handler: async (req) => ({ body: { joined_rooms: await rooms.joinedRooms(requester(req).userId) } }),
+    },
+  ];
+}

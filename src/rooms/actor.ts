@@ -1,0 +1,10 @@
+// Who asks the room server to act: the authenticated user and device (the HTTP layer's Requester
+// has this shape).
+
+export interface Actor {
+  readonly userId: string;
+  /** Null for tokens without a device. */
+  readonly deviceId: string | null;
+  readonly isGuest?: boolean;
+  readonly isAdmin?: boolean;
+}

@@ -1,0 +1,71 @@
+// Events as the client API serves them ("ClientEvent"): event_id, type, content, sender,
+// origin_server_ts, room_id, state_key, unsigned. A redacted event is served in the redacted form
+// of its room version with unsigned.redacted_because; a state event carries prev_content and
+// replaces_state; the sending device sees its transaction_id.
+
+import type { JsonObject } from '../protocol/json.js';
+import { redactEvent } from '../protocol/redaction.js';
+import type { StoredEvent } from './stored-event.js';
+
+export interface ClientEvent {
+  event_id: string;
+  type: string;
+  content: JsonObject;
+  sender: string;
+  origin_server_ts: number;
+  room_id?: string;
+  state_key?: string;
+  redacts?: string;
+  unsigned: JsonObject;
+}
+
+export interface ClientEventOptions {
+  /** The time "now" for unsigned.age. */
+  readonly now: number;
+  /** Who is served: the device that sent the event sees its transaction_id. */
+  readonly viewer?: { readonly userId: string; readonly deviceId: string | null };
+  /** When the event is redacted: the redaction, already in client format. */
+  readonly redactedBecause?: ClientEvent;
+  /** Sync leaves room_id out of events inside a room's section. */
+  readonly omitRoomId?: boolean;
+}
+
+/** Unsigned keys a redacted event keeps. */
+const REDACTED_UNSIGNED_KEYS = ['replaces_state'];
+
+export function toClientEvent(e: StoredEvent, options: ClientEventOptions): ClientEvent {
+  const redacted = e.redactedBy !== undefined;
+  const content = redacted ? redactEvent(e.pdu, e.version).content : e.pdu.content;
+  const unsigned: JsonObject = {};
+  if (e.unsigned !== undefined) {
+    for (const [k, v] of Object.entries(e.unsigned)) {
+      if (!redacted || REDACTED_UNSIGNED_KEYS.includes(k)) unsigned[k] = v;
+    }
+  }
+  unsigned.age = Math.max(0, options.now - e.originServerTs);
+  const viewer = options.viewer;
+  if (e.txn !== undefined && viewer !== undefined && viewer.userId === e.sender && viewer.deviceId === e.txn.deviceId) {
+    unsigned.transaction_id = e.txn.txnId;
+  }
+  if (redacted && options.redactedBecause !== undefined) {
+    unsigned.redacted_because = options.redactedBecause as unknown as JsonObject;
+  }
+  const out: ClientEvent = {
+    event_id: e.eventId,
+    type: e.type,
+    content,
+    sender: e.sender,
+    origin_server_ts: e.originServerTs,
+    unsigned,
+  };
+  if (options.omitRoomId !== true) out.room_id = e.roomId;
+  if (e.stateKey !== undefined) out.state_key = e.stateKey;
+  // Redactions carry `redacts` at the top level in every room version (v11 also in content).
+  if (e.type === 'm.room.redaction' && e.redacts !== undefined) out.redacts = e.redacts;
+  return out;
+}
+
+/** The stripped form of a state event (invite and knock state). */
+export function strippedStateEvent(e: StoredEvent): JsonObject {
+  return { type: e.type, state_key: e.stateKey ?? '', content: e.pdu.content, sender: e.sender };
+}

@@ -1,0 +1,222 @@
+// The room server's machinery shared by every operation: room heads (loaded once, kept in
+// memory), building events against them, the writer, idempotent transaction ids, and waking
+// syncs after each commit.
+//
+// Ordering: an event is built synchronously against its room's head, right after the head is in
+// hand, so the events of one room are built one after another and each sees the state its
+// predecessors left; the writer commits them in build order. That is the room's ordered queue.
+
+import type { Kysely } from 'kysely';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { HearthError } from '../protocol/errors.js';
+import { stateKey } from '../protocol/events.js';
+import type { SigningKey } from '../protocol/signing.js';
+import type { DialectName } from '../storage/database.js';
+import type { Schema } from '../storage/schema.js';
+import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
+import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
+import type { Notifier } from '../sync/notifier.js';
+import { buildEvent, type BuildContext, type BuiltEvent, type EventDraft } from './builder.js';
+import { loadRoomHead } from './head-loader.js';
+import type { RoomHead } from './head.js';
+import { RoomReader } from './reader.js';
+import { TxnIds, type TxnKey } from './txn-ids.js';
+import { EventWriter, type WriteJob } from './writer.js';
+
+/** A user's display name and avatar, as member events carry them. */
+export interface MemberProfile {
+  readonly displayname?: string | null;
+  readonly avatar_url?: string | null;
+}
+
+/** Where member events find a user's profile (the users area provides it). */
+export interface ProfileSource {
+  profile(userId: string): Promise<MemberProfile | undefined>;
+}
+
+export interface RoomServiceDeps {
+  readonly db: Kysely<Schema>;
+  readonly dialect: DialectName;
+  readonly serverName: string;
+  readonly signingKey: SigningKey;
+  readonly notifier: Notifier;
+  /** Room version for rooms created without one (default: the protocol core's default). */
+  readonly defaultRoomVersion?: string;
+  readonly profiles?: ProfileSource;
+  /** Clock for origin_server_ts and ages (tests pin it). */
+  readonly now?: () => number;
+  /** Parsed events kept in memory (default 20,000). */
+  readonly eventCacheSize?: number;
+  /** Room heads (current state in memory) kept; idle ones past this are dropped (default 10,000). */
+  readonly maxRoomHeads?: number;
+}
+
+/** A draft, or the id of an event already stored that the request amounts to. */
+export type DraftOrExisting = EventDraft | { readonly existingEventId: string };
+
+export class RoomCore {
+  readonly db: Kysely<Schema>;
+  readonly serverName: string;
+  readonly reader: RoomReader;
+  readonly build: BuildContext;
+  readonly profiles: ProfileSource | undefined;
+  readonly now: () => number;
+  private readonly notifier: Notifier;
+  private readonly stateKeys = new StateKeyNids();
+  private readonly writer: EventWriter;
+  private readonly heads = new Map<string, RoomHead>();
+  private readonly loading = new Map<string, Promise<RoomHead | undefined>>();
+  private readonly txnIds: TxnIds;
+  private readonly maxHeads: number;
+  /** Aliases of rooms being created right now, so two creations cannot both take one. */
+  readonly reservedAliases = new Set<string>();
+
+  constructor(deps: RoomServiceDeps) {
+    this.db = deps.db;
+    this.serverName = deps.serverName;
+    this.notifier = deps.notifier;
+    this.profiles = deps.profiles;
+    this.now = deps.now ?? Date.now;
+    this.reader = new RoomReader(deps.db, deps.eventCacheSize);
+    this.maxHeads = deps.maxRoomHeads ?? 10_000;
+    this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
+    const queries = new HotRoomQueries(deps.db);
+    this.txnIds = new TxnIds(deps.db, queries);
+    this.writer = new EventWriter(deps.db, this.stateKeys, queries, {
+      committed: (events) => this.committed(events),
+      failed: (heads) => {
+        for (const h of heads) if (this.heads.get(h.roomId) === h) this.heads.delete(h.roomId);
+      },
+    });
+  }
+
+  /** The room's live head, loading it when needed; undefined for a room this server does not have. */
+  async findHead(roomId: string): Promise<RoomHead | undefined> {
+    const known = this.heads.get(roomId);
+    if (known?.live === true) {
+      // Most recently used last, for eviction.
+      this.heads.delete(roomId);
+      this.heads.set(roomId, known);
+      return known;
+    }
+    let pending = this.loading.get(roomId);
+    if (pending === undefined) {
+      pending = loadRoomHead(this.db, this.reader, this.stateKeys, roomId).then(
+        (head) => {
+          this.loading.delete(roomId);
+          if (head !== undefined) this.remember(head);
+          return head;
+        },
+        (err: unknown) => {
+          this.loading.delete(roomId);
+          throw err;
+        },
+      );
+      this.loading.set(roomId, pending);
+    }
+    return pending;
+  }
+
+  /** The room's live head; 404 M_NOT_FOUND for an unknown room. */
+  async head(roomId: string): Promise<RoomHead> {
+    const head = await this.findHead(roomId);
+    if (head === undefined) throw HearthError.notFound(`Unknown room ${roomId}`);
+    return head;
+  }
+
+  /**
+   * Sends one event into an existing room. `make` turns the room's head into a draft in the same
+   * turn the event is built, so checks it makes against the head hold for the event. A state
+   * draft identical to the current state (same sender and content) stores nothing and returns the
+   * current event's id. With `txn`, a repeated (sender, device, txnId) returns the first event.
+   */
+  async send(
+    roomId: string,
+    make: (head: RoomHead) => DraftOrExisting,
+    txn?: { sender: string; deviceId: string; txnId: string },
+  ): Promise<string> {
+    let head: RoomHead;
+    for (;;) {
+      head = await this.head(roomId);
+      if (txn !== undefined) {
+        const key: TxnKey = { roomNid: head.roomNid!, sender: txn.sender, deviceId: txn.deviceId };
+        const earlier = await this.txnIds.find(key, txn.txnId);
+        if (earlier !== undefined) return earlier;
+        const raced = this.txnIds.peek(key, txn.txnId);
+        if (raced !== undefined) return raced;
+      }
+      // A head dropped while this send waited (its write failed, or it was evicted) is reloaded.
+      if (head.live) break;
+    }
+    // From here to the write, nothing awaits: the draft and the event see the same head, and no
+    // other send with this transaction id can start.
+    const draft = make(head);
+    if ('existingEventId' in draft) return draft.existingEventId;
+    const existing = identicalState(head, draft);
+    if (existing !== undefined) return existing;
+    const built = buildEvent(head, draft, this.build);
+    const done = this.write(head, { events: [built] });
+    if (txn !== undefined) this.txnIds.record({ roomNid: head.roomNid!, sender: txn.sender, deviceId: txn.deviceId }, txn.txnId, done);
+    return done;
+  }
+
+  /** Queues a job; resolves with the id of its last event once it is stored. */
+  private write(head: RoomHead, job: WriteJob): Promise<string> {
+    const eventId = job.events[job.events.length - 1]!.ref.eventId;
+    const done = this.writer.write(job).then(() => eventId);
+    head.pending++;
+    head.unwritten.set(eventId, done);
+    const settle = () => {
+      head.pending--;
+      head.unwritten.delete(eventId);
+    };
+    done.then(settle, settle);
+    return done;
+  }
+
+  /** Writes events built on a head of its own (a new room); registers the head once stored. */
+  async writeNewRoom(head: RoomHead, events: readonly BuiltEvent[], before: WriteJob['before']): Promise<void> {
+    await this.write(head, { events, ...(before !== undefined ? { before } : {}) });
+    this.remember(head);
+  }
+
+  /** Keeps a head, and drops the least recently used idle ones past the limit. */
+  private remember(head: RoomHead): void {
+    this.heads.delete(head.roomId);
+    this.heads.set(head.roomId, head);
+    if (this.heads.size <= this.maxHeads) return;
+    for (const [roomId, h] of this.heads) {
+      if (this.heads.size <= this.maxHeads) break;
+      if (h.pending > 0 || h === head) continue;
+      h.live = false;
+      this.heads.delete(roomId);
+    }
+  }
+
+  private committed(events: readonly BuiltEvent[]): void {
+    const roomIds = new Set<string>();
+    const userIds = new Set<string>();
+    let position = 0;
+    for (const e of events) {
+      roomIds.add(e.head.roomId);
+      if (e.event.type === 'm.room.member' && e.event.state_key !== undefined) userIds.add(e.event.state_key);
+      if (e.redactionTarget !== undefined) this.reader.evict(e.redactionTarget);
+      if (e.streamOrdering! > position) position = e.streamOrdering!;
+    }
+    this.notifier.notify({ stream: 'events', position, roomIds: [...roomIds], userIds: [...userIds] });
+  }
+}
+
+/** The current state event a state draft would merely repeat (once it is stored), if any. */
+function identicalState(head: RoomHead, draft: EventDraft): string | Promise<string> | undefined {
+  if (draft.stateKey === undefined) return undefined;
+  const current = head.state.get(stateKey(draft.type, draft.stateKey));
+  if (current === undefined || current.sender !== draft.sender) return undefined;
+  let same: boolean;
+  try {
+    same = canonicalJson(current.content, { strict: false }) === canonicalJson(draft.content, { strict: false });
+  } catch {
+    same = false;
+  }
+  return same ? (head.unwritten.get(current.event_id) ?? current.event_id) : undefined;
+}

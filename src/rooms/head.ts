@@ -1,0 +1,150 @@
+// A room's head: what building the next event needs, held in memory. The current state (as the
+// RoomEvents authorization reads), the forward extremities, the current state snapshot, and a
+// summary of the state. Building an event advances the head at once, so events of one room are
+// built one after another against the state their predecessors left; the writer stores them in
+// that order. A head whose write failed is marked dead and reloaded from the database.
+
+import type { RoomEvent, StateKey } from '../protocol/events.js';
+import { stateKey } from '../protocol/events.js';
+import type { JsonObject } from '../protocol/json.js';
+import type { RoomVersion } from '../protocol/room-versions.js';
+import type { SnapshotInfo } from '../storage/rooms/state-snapshots.js';
+
+/** An event as later events refer to it. */
+export interface EventRef {
+  readonly eventId: string;
+  readonly depth: number;
+  /** The event's row id: known for stored events, set by the writer for new ones. */
+  nid: number | undefined;
+  /** v1–v2 rooms cite events with their reference hash (unpadded base64). */
+  readonly referenceHash?: string;
+}
+
+/** A state snapshot, written or still to be written. */
+export interface SnapshotRef {
+  /** Set once the snapshot's row exists. */
+  info: SnapshotInfo | undefined;
+  /** The snapshot this one is a delta against; null for a full snapshot. */
+  readonly parent: SnapshotRef | null;
+  readonly chainLength: number;
+  /** What to write: the changed entries of a delta, or every entry of a full snapshot. */
+  readonly entries: readonly (readonly [StateKey, EventRef])[];
+}
+
+/** The summary columns of the rooms table, as they stand after some event. */
+export interface RoomSummary {
+  name: string | null;
+  topic: string | null;
+  canonical_alias: string | null;
+  avatar_url: string | null;
+  join_rule: string | null;
+  history_visibility: string | null;
+  guest_access: string | null;
+  room_type: string | null;
+  joined_members: number;
+  invited_members: number;
+}
+
+export class RoomHead {
+  /** Set once the room's row exists. */
+  roomNid: number | undefined;
+  /** The current state as authorization reads it (redacted events in their redacted form). */
+  readonly state = new Map<StateKey, RoomEvent>();
+  /** The current state's events as snapshots refer to them. */
+  readonly stateRefs = new Map<StateKey, EventRef>();
+  extremities: EventRef[] = [];
+  snapshot: SnapshotRef | null = null;
+  /** How many forward_extremities rows the room has in the database. */
+  storedExtremityCount = 0;
+  joined = 0;
+  invited = 0;
+  /** False once a write built on this head failed, or the head was dropped: it must not be built on again. */
+  live = true;
+  /** Writes queued on this head and not yet finished. */
+  pending = 0;
+  /** Events built on this head and not yet stored, by id: resolve once stored. */
+  readonly unwritten = new Map<string, Promise<string>>();
+
+  constructor(
+    readonly roomId: string,
+    readonly version: RoomVersion,
+  ) {}
+
+  get(type: string, key = ''): RoomEvent | undefined {
+    return this.state.get(stateKey(type, key));
+  }
+
+  membership(userId: string): string {
+    const m = this.get('m.room.member', userId)?.content.membership;
+    return typeof m === 'string' ? m : 'leave';
+  }
+
+  /** Records `event` as the current state at its key and keeps the member counts. */
+  setState(key: StateKey, event: RoomEvent, ref: EventRef): RoomEvent | undefined {
+    const prior = this.state.get(key);
+    if (event.type === 'm.room.member') {
+      this.count(prior?.content.membership, -1);
+      this.count(event.content.membership, 1);
+    }
+    this.state.set(key, event);
+    this.stateRefs.set(key, ref);
+    return prior;
+  }
+
+  /** Replaces a current state event by its redacted form (same id); false when it is not current. */
+  replaceStateEvent(key: StateKey, event: RoomEvent): boolean {
+    const prior = this.state.get(key);
+    if (prior?.event_id !== event.event_id) return false;
+    if (event.type === 'm.room.member') {
+      this.count(prior.content.membership, -1);
+      this.count(event.content.membership, 1);
+    }
+    this.state.set(key, event);
+    return true;
+  }
+
+  private count(membership: unknown, delta: number): void {
+    if (membership === 'join') this.joined += delta;
+    else if (membership === 'invite') this.invited += delta;
+  }
+
+  summary(): RoomSummary {
+    const str = (type: string, field: string): string | null => {
+      const v = this.get(type)?.content[field];
+      return typeof v === 'string' ? v : null;
+    };
+    return {
+      name: str('m.room.name', 'name'),
+      topic: str('m.room.topic', 'topic'),
+      canonical_alias: str('m.room.canonical_alias', 'alias'),
+      avatar_url: str('m.room.avatar', 'url'),
+      join_rule: str('m.room.join_rules', 'join_rule'),
+      history_visibility: str('m.room.history_visibility', 'history_visibility'),
+      guest_access: str('m.room.guest_access', 'guest_access'),
+      room_type: str('m.room.create', 'type'),
+      joined_members: this.joined,
+      invited_members: this.invited,
+    };
+  }
+
+  /** Stripped state a user is shown with an invite or knock (the client API's "stripped state"). */
+  strippedState(extra: readonly RoomEvent[] = []): JsonObject[] {
+    const types = [
+      'm.room.create',
+      'm.room.join_rules',
+      'm.room.canonical_alias',
+      'm.room.avatar',
+      'm.room.name',
+      'm.room.encryption',
+      'm.room.topic',
+    ];
+    const out: JsonObject[] = [];
+    const strip = (e: RoomEvent): JsonObject => ({ type: e.type, state_key: e.state_key ?? '', content: e.content, sender: e.sender });
+    for (const t of types) {
+      const e = this.get(t);
+      if (e !== undefined) out.push(strip(e));
+    }
+    for (const e of extra) out.push(strip(e));
+    return out;
+  }
+}

@@ -1,0 +1,21 @@
+// Joining a room by id or alias (rooms of this server only until federation exists). A join that
+// repeats the user's current member event stores nothing. Guests join only rooms whose
+// m.room.guest_access is can_join.
+
+import { HearthError } from '../../protocol/errors.js';
+import type { Actor } from '../actor.js';
+import type { RoomCore } from '../core.js';
+import { memberContent } from './member-event.js';
+import { resolveRoomIdOrAlias } from './resolve.js';
+
+export async function joinRoom(core: RoomCore, actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
+  const roomId = await resolveRoomIdOrAlias(core, roomIdOrAlias);
+  const content = await memberContent(core, actor.userId, 'join', options);
+  await core.send(roomId, (head) => {
+    if (actor.isGuest === true && head.get('m.room.guest_access')?.content.guest_access !== 'can_join') {
+      throw HearthError.forbidden('Guest access is not allowed in this room');
+    }
+    return { type: 'm.room.member', sender: actor.userId, stateKey: actor.userId, content };
+  });
+  return { roomId };
+}

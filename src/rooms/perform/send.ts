@@ -1,0 +1,83 @@
+// Sending message and state events. A message sent with a transaction id is sent once per
+// (sender, device, txnId); a state event that repeats the current one stores nothing. The auth
+// rules (power levels included) decide what is allowed.
+
+import { HearthError } from '../../protocol/errors.js';
+import { parseRoomAlias, serverNameOf } from '../../protocol/ids.js';
+import type { JsonObject } from '../../protocol/json.js';
+import { aliasRow } from '../../storage/rooms/aliases.js';
+import type { Actor } from '../actor.js';
+import type { RoomCore } from '../core.js';
+import { redactEvent } from './redact.js';
+
+export async function sendMessageEvent(
+  core: RoomCore,
+  actor: Actor,
+  roomId: string,
+  type: string,
+  content: JsonObject,
+  txnId?: string,
+): Promise<string> {
+  // A redaction sent as a message event (as v11 clients may) is a redaction.
+  if (type === 'm.room.redaction') {
+    if (typeof content.redacts !== 'string') throw HearthError.badJson('m.room.redaction needs "redacts": the event to redact');
+    const reason = typeof content.reason === 'string' ? content.reason : undefined;
+    return redactEvent(core, actor, roomId, content.redacts, { ...(reason !== undefined ? { reason } : {}), ...(txnId !== undefined ? { txnId } : {}) });
+  }
+  const txn = txnId !== undefined && actor.deviceId !== null ? { deviceId: actor.deviceId, txnId } : undefined;
+  return core.send(
+    roomId,
+    () => ({ type, sender: actor.userId, content, ...(txn !== undefined ? { txn } : {}) }),
+    txn === undefined ? undefined : { sender: actor.userId, ...txn },
+  );
+}
+
+export async function sendStateEvent(
+  core: RoomCore,
+  actor: Actor,
+  roomId: string,
+  type: string,
+  stateKey: string,
+  content: JsonObject,
+): Promise<string> {
+  checkStateContent(type, content);
+  if (type === 'm.room.canonical_alias' && stateKey === '') await checkCanonicalAlias(core, roomId, content);
+  return core.send(roomId, () => ({ type, sender: actor.userId, stateKey, content }));
+}
+
+/** Fields of well-known state events that clients read as strings must be strings. */
+const STRING_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  'm.room.name': ['name'],
+  'm.room.topic': ['topic'],
+  'm.room.join_rules': ['join_rule'],
+  'm.room.history_visibility': ['history_visibility'],
+  'm.room.guest_access': ['guest_access'],
+  'm.room.avatar': ['url'],
+};
+
+function checkStateContent(type: string, content: JsonObject): void {
+  for (const field of STRING_FIELDS[type] ?? []) {
+    const v = content[field];
+    if (v !== undefined && typeof v !== 'string') throw HearthError.badJson(`"${field}" of ${type} must be a string`);
+  }
+}
+
+/** The aliases of an m.room.canonical_alias event must be valid, and this server's must point to the room. */
+async function checkCanonicalAlias(core: RoomCore, roomId: string, content: JsonObject): Promise<void> {
+  const aliases: string[] = [];
+  if (content.alias !== undefined && content.alias !== null) {
+    if (typeof content.alias !== 'string') throw HearthError.invalidParam('"alias" must be a string');
+    aliases.push(content.alias);
+  }
+  if (content.alt_aliases !== undefined) {
+    const alt = content.alt_aliases;
+    if (!Array.isArray(alt) || !alt.every((a) => typeof a === 'string')) throw HearthError.invalidParam('"alt_aliases" must be a list of strings');
+    aliases.push(...(alt as string[]));
+  }
+  for (const a of aliases) {
+    const alias = parseRoomAlias(a);
+    if (serverNameOf(alias) !== core.serverName) continue;
+    const row = await aliasRow(core.db, alias);
+    if (row?.room_id !== roomId) throw new HearthError(400, 'M_BAD_ALIAS', `Room alias ${alias} does not point to the room`);
+  }
+}

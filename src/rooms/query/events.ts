@@ -1,0 +1,75 @@
+// GET /rooms/{roomId}/event/{eventId} and /context/{eventId}: one event, or one event with what
+// surrounds it, as the user may see them. An event the user may not see is answered like an
+// unknown one (404), as the spec asks.
+
+import { HearthError } from '../../protocol/errors.js';
+import type { Actor } from '../actor.js';
+import type { ClientEvent } from '../client-event.js';
+import type { RoomCore } from '../core.js';
+import type { RoomEventFilter } from '../event-filter.js';
+import type { StoredEvent } from '../stored-event.js';
+import { encodeTimelineToken } from '../tokens.js';
+import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import { roomAccess, requireHistoryAccess } from './access.js';
+import { loadVisibilityHistory } from './history.js';
+import { lazyMembers } from './messages.js';
+import { paginate } from './paginate.js';
+
+function visible(history: VisibilityHistory, e: StoredEvent, userId: string): boolean {
+  return canSeeEvent(history, { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId);
+}
+
+async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean) {
+  const access = await roomAccess(core, roomId, actor.userId);
+  if (needsHistoryAccess) requireHistoryAccess(access, actor.userId);
+  const event = await core.reader.event(eventId);
+  if (event === undefined || event.roomId !== roomId || event.rejected) throw HearthError.notFound('Event not found');
+  const history = await loadVisibilityHistory(core.db, access.room.nid, actor.userId);
+  if (!visible(history, event, actor.userId)) throw HearthError.notFound('Event not found');
+  return { access, event, history };
+}
+
+export async function roomEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string): Promise<ClientEvent> {
+  const { event } = await visibleEvent(core, actor, roomId, eventId, false);
+  const [out] = await core.reader.clientEvents([event], { now: core.now(), viewer: actor });
+  return out!;
+}
+
+export interface EventContext {
+  start: string;
+  end: string;
+  event: ClientEvent;
+  events_before: ClientEvent[];
+  events_after: ClientEvent[];
+  state: ClientEvent[];
+}
+
+export async function eventContext(
+  core: RoomCore,
+  actor: Actor,
+  roomId: string,
+  eventId: string,
+  options: { limit: number; filter?: RoomEventFilter },
+): Promise<EventContext> {
+  const { access, event, history } = await visibleEvent(core, actor, roomId, eventId, true);
+  const beforeLimit = Math.floor(options.limit / 2);
+  const common = { roomNid: access.room.nid, userId: actor.userId, history, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
+  const before = await paginate(core.reader, { ...common, dir: 'b', from: event.streamOrdering - 1, limit: beforeLimit });
+  const after = await paginate(core.reader, { ...common, dir: 'f', from: event.streamOrdering, limit: options.limit - beforeLimit });
+  const now = core.now();
+  const viewer = { userId: actor.userId, deviceId: actor.deviceId };
+  const lastAfter = after.events[after.events.length - 1] ?? event;
+  const stateEvents =
+    options.filter?.lazy_load_members === true
+      ? await lazyMembers(core, [...before.events, event, ...after.events].sort((a, b) => a.streamOrdering - b.streamOrdering), { now, viewer })
+      : await core.reader.clientEvents([...(await core.reader.stateAfter(lastAfter)).values()], { now, viewer });
+  const oldest = before.events[before.events.length - 1];
+  return {
+    start: encodeTimelineToken((oldest ?? event).streamOrdering - 1),
+    end: encodeTimelineToken(lastAfter.streamOrdering),
+    event: (await core.reader.clientEvents([event], { now, viewer }))[0]!,
+    events_before: await core.reader.clientEvents(before.events, { now, viewer }),
+    events_after: await core.reader.clientEvents(after.events, { now, viewer }),
+    state: stateEvents,
+  };
+}

@@ -1,0 +1,66 @@
+// GET /rooms/{roomId}/messages: a page of the room's timeline, backwards or forwards from a token,
+// as the user may see it (history visibility) and the filter asks.
+
+import type { Actor } from '../actor.js';
+import type { ClientEvent } from '../client-event.js';
+import type { RoomCore } from '../core.js';
+import type { RoomEventFilter } from '../event-filter.js';
+import type { StoredEvent } from '../stored-event.js';
+import { decodeTimelineToken, encodeTimelineToken } from '../tokens.js';
+import { roomAccess, requireHistoryAccess } from './access.js';
+import { loadVisibilityHistory } from './history.js';
+import { paginate } from './paginate.js';
+
+export interface MessagesRequest {
+  readonly from?: string;
+  readonly to?: string;
+  readonly dir: 'b' | 'f';
+  readonly limit: number;
+  readonly filter?: RoomEventFilter;
+}
+
+export interface MessagesResponse {
+  start: string;
+  end?: string;
+  chunk: ClientEvent[];
+  state?: ClientEvent[];
+}
+
+export async function roomMessages(core: RoomCore, actor: Actor, roomId: string, req: MessagesRequest): Promise<MessagesResponse> {
+  const access = await roomAccess(core, roomId, actor.userId);
+  requireHistoryAccess(access, actor.userId);
+  const from = req.from === undefined ? undefined : decodeTimelineToken(req.from);
+  const to = req.to === undefined ? undefined : decodeTimelineToken(req.to);
+  const history = await loadVisibilityHistory(core.db, access.room.nid, actor.userId);
+  const page = await paginate(core.reader, {
+    roomNid: access.room.nid,
+    userId: actor.userId,
+    history,
+    dir: req.dir,
+    from,
+    to,
+    limit: req.limit,
+    ...(req.filter !== undefined ? { filter: req.filter } : {}),
+  });
+  const now = core.now();
+  const viewer = { userId: actor.userId, deviceId: actor.deviceId };
+  const start = req.from ?? encodeTimelineToken(req.dir === 'b' ? (page.firstSeen ?? 0) : 0);
+  const out: MessagesResponse = { start, chunk: await core.reader.clientEvents(page.events, { now, viewer }) };
+  if (page.next !== undefined) out.end = encodeTimelineToken(page.next);
+  if (req.filter?.lazy_load_members === true) out.state = await lazyMembers(core, page.events, { now, viewer });
+  return out;
+}
+
+/** The member events of the senders of `events`, from the state after the last of them. */
+export async function lazyMembers(
+  core: RoomCore,
+  events: readonly StoredEvent[],
+  options: { now: number; viewer: { userId: string; deviceId: string | null } },
+): Promise<ClientEvent[]> {
+  const last = events[events.length - 1];
+  if (last?.stateAfterNid === undefined) return [];
+  const senders = [...new Set(events.map((e) => e.sender))];
+  const members = await core.reader.stateSubsetOfSnapshot(last.stateAfterNid, 'm.room.member', senders);
+  return core.reader.clientEvents([...members.values()], options);
+}
+

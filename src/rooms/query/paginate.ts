@@ -1,0 +1,70 @@
+// Walking a room's timeline from a position, backwards or forwards, keeping the events the user
+// may see and the filter lets through, until `limit` are found, the room runs out, or the `to`
+// bound is reached. Positions are on the events stream; see rooms/tokens.ts for the tokens.
+
+import { isFilterTrivial, matchesRoomEventFilter, type RoomEventFilter } from '../event-filter.js';
+import type { RoomReader } from '../reader.js';
+import type { StoredEvent } from '../stored-event.js';
+import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+
+export interface PageRequest {
+  readonly roomNid: number;
+  readonly userId: string;
+  readonly history: VisibilityHistory;
+  readonly dir: 'b' | 'f';
+  /** Backwards: events at or before this position; forwards: events after it. */
+  readonly from: number | undefined;
+  /** Backwards: stop at events at or before this position; forwards: after it. */
+  readonly to: number | undefined;
+  readonly limit: number;
+  readonly filter?: RoomEventFilter;
+}
+
+export interface Page {
+  /** In the walk's order: newest first backwards, oldest first forwards. */
+  readonly events: StoredEvent[];
+  /** Where the next page starts, or undefined when there is nothing more to walk. */
+  readonly next: number | undefined;
+  /** The position of the first event the walk looked at, if any. */
+  readonly firstSeen: number | undefined;
+}
+
+/** Rows read per query, and at most read for one page (so a sparse filter cannot scan a room whole). */
+const BATCH_MIN = 20;
+const BATCH_MAX = 500;
+const SCAN_LIMIT = 5_000;
+
+export async function paginate(reader: RoomReader, req: PageRequest): Promise<Page> {
+  const filter = req.filter !== undefined && !isFilterTrivial(req.filter) ? req.filter : undefined;
+  const batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, filter === undefined ? req.limit + 1 : req.limit * 4));
+  const events: StoredEvent[] = [];
+  let cursor = req.from;
+  let firstSeen: number | undefined;
+  let scanned = 0;
+  while (events.length < req.limit && scanned < SCAN_LIMIT) {
+    const range =
+      req.dir === 'b'
+        ? { ...(cursor !== undefined ? { upTo: cursor } : {}), ...(req.to !== undefined ? { after: req.to } : {}) }
+        : { ...(cursor !== undefined ? { after: cursor } : {}), ...(req.to !== undefined ? { upTo: req.to } : {}) };
+    const rows = await reader.roomEvents(req.roomNid, range, req.dir === 'b' ? 'desc' : 'asc', batch);
+    let consumed = 0;
+    for (const e of rows) {
+      consumed++;
+      scanned++;
+      firstSeen ??= e.streamOrdering;
+      cursor = req.dir === 'b' ? e.streamOrdering - 1 : e.streamOrdering;
+      const visible = canSeeEvent(
+        req.history,
+        { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
+        req.userId,
+      );
+      if (visible && (filter === undefined || matchesRoomEventFilter(filter, { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
+        events.push(e);
+        if (events.length >= req.limit) break;
+      }
+    }
+    // Fewer rows than asked and all of them consumed: the room (or the `to` bound) is reached.
+    if (rows.length < batch && consumed === rows.length) return { events, next: undefined, firstSeen };
+  }
+  return { events, next: cursor, firstSeen };
+}

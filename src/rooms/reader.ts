@@ -1,0 +1,255 @@
+// Read access to rooms and events, for the room server's queries and for sync. Stored events are
+// immutable but for their redaction, so parsed events are cached (bounded, least recently used
+// first out) and a committed redaction evicts its target.
+//
+// Positions are on the global `events` stream (EventsTable.stream_ordering). A range (after, upTo]
+// excludes `after` and includes `upTo`: a sync token's events position P names "everything up to
+// and including P".
+
+import type { Kysely } from 'kysely';
+import type { StateKey } from '../protocol/events.js';
+import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
+import type { Schema } from '../storage/schema.js';
+import {
+  eventsByIds,
+  eventsByNids,
+  eventsOfRoomsInRange,
+  lastRoomEventAtOrBefore,
+  memberEventsOfUserInRange,
+  roomEventsInRange,
+  roomsWithEventsInRange,
+  type EventRow,
+  type StreamRange,
+} from '../storage/rooms/events.js';
+import { roomsOfUser, type MembershipRow } from '../storage/rooms/memberships.js';
+import { roomById, roomByNid, type RoomRow } from '../storage/rooms/rooms.js';
+import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
+import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
+import { storedEventFromRow, type StoredEvent } from './stored-event.js';
+
+export type { StreamRange } from '../storage/rooms/events.js';
+
+/** What never changes about a room. */
+export interface RoomInfo {
+  readonly nid: number;
+  readonly roomId: string;
+  readonly version: RoomVersion;
+  readonly creator: string;
+}
+
+const DEFAULT_EVENT_CACHE = 20_000;
+const ROOM_CACHE = 50_000;
+
+export class RoomReader {
+  private readonly byNid = new Map<number, StoredEvent>();
+  private readonly nidById = new Map<string, number>();
+  private readonly roomsById = new Map<string, RoomInfo>();
+  private readonly roomsByNid = new Map<number, RoomInfo>();
+
+  constructor(
+    readonly db: Kysely<Schema>,
+    private readonly eventCacheSize = DEFAULT_EVENT_CACHE,
+  ) {}
+
+  // ---- rooms ----
+
+  /** The room's fixed facts, or undefined for a room this server does not have. */
+  async roomInfo(roomId: string): Promise<RoomInfo | undefined> {
+    const cached = this.roomsById.get(roomId);
+    if (cached !== undefined) return cached;
+    const row = await roomById(this.db, roomId);
+    return row === undefined || row.state_snapshot_nid === null ? undefined : this.rememberRoom(row);
+  }
+
+  async roomInfoByNid(nid: number): Promise<RoomInfo | undefined> {
+    const cached = this.roomsByNid.get(nid);
+    if (cached !== undefined) return cached;
+    const row = await roomByNid(this.db, nid);
+    return row === undefined || row.state_snapshot_nid === null ? undefined : this.rememberRoom(row);
+  }
+
+  /** The room's row with its current summary (name, topic, member counts ...). */
+  async roomRow(roomId: string): Promise<RoomRow | undefined> {
+    return roomById(this.db, roomId);
+  }
+
+  private rememberRoom(row: RoomRow): RoomInfo {
+    const version = getRoomVersion(row.room_version);
+    if (version === undefined) throw new Error(`room ${row.room_id} has unknown version ${row.room_version}`);
+    const info: RoomInfo = { nid: Number(row.room_nid), roomId: row.room_id, version, creator: row.creator };
+    if (this.roomsById.size >= ROOM_CACHE) {
+      this.roomsById.clear();
+      this.roomsByNid.clear();
+    }
+    this.roomsById.set(info.roomId, info);
+    this.roomsByNid.set(info.nid, info);
+    return info;
+  }
+
+  // ---- events ----
+
+  private remember(row: EventRow): StoredEvent {
+    const nid = Number(row.event_nid);
+    const cached = this.byNid.get(nid);
+    if (cached !== undefined) {
+      // Refresh its place in the eviction order.
+      this.byNid.delete(nid);
+      this.byNid.set(nid, cached);
+      return cached;
+    }
+    const e = storedEventFromRow(row);
+    this.byNid.set(nid, e);
+    this.nidById.set(e.eventId, nid);
+    if (this.byNid.size > this.eventCacheSize) {
+      const oldest = this.byNid.keys().next().value as number;
+      const old = this.byNid.get(oldest)!;
+      this.byNid.delete(oldest);
+      this.nidById.delete(old.eventId);
+    }
+    return e;
+  }
+
+  /** Drops an event from the cache (its row changed: a redaction now applies to it). */
+  evict(eventId: string): void {
+    const nid = this.nidById.get(eventId);
+    if (nid === undefined) return;
+    this.nidById.delete(eventId);
+    this.byNid.delete(nid);
+  }
+
+  async event(eventId: string): Promise<StoredEvent | undefined> {
+    return (await this.events([eventId])).get(eventId);
+  }
+
+  /** Events by id; unknown ids are absent from the result. */
+  async events(eventIds: readonly string[]): Promise<Map<string, StoredEvent>> {
+    const out = new Map<string, StoredEvent>();
+    const missing: string[] = [];
+    for (const id of eventIds) {
+      const nid = this.nidById.get(id);
+      const e = nid === undefined ? undefined : this.byNid.get(nid);
+      if (e !== undefined) out.set(id, e);
+      else missing.push(id);
+    }
+    for (const row of await eventsByIds(this.db, missing)) out.set(row.event_id, this.remember(row));
+    return out;
+  }
+
+  async eventsByNids(nids: readonly number[]): Promise<Map<number, StoredEvent>> {
+    const out = new Map<number, StoredEvent>();
+    const missing: number[] = [];
+    for (const nid of nids) {
+      const e = this.byNid.get(nid);
+      if (e !== undefined) out.set(nid, e);
+      else missing.push(nid);
+    }
+    for (const row of await eventsByNids(this.db, missing)) out.set(Number(row.event_nid), this.remember(row));
+    return out;
+  }
+
+  /**
+   * A room's events with stream_ordering in (after, upTo], at most `limit`: oldest first for
+   * 'asc', newest first for 'desc'. Rejected events are left out. No visibility filtering: see
+   * HistoryVisibility (rooms/query/visibility.ts) for what a user may see.
+   */
+  async roomEvents(roomNid: number, range: StreamRange, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+    const rows = await roomEventsInRange(this.db, roomNid, range, order, limit);
+    return rows.map((r) => this.remember(r));
+  }
+
+  /**
+   * Events of several rooms with stream_ordering in (after, upTo], in stream order ('asc' oldest
+   * first), at most `limit`: what happened in a user's rooms since a sync token.
+   */
+  async eventsOfRooms(roomNids: readonly number[], range: StreamRange, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+    const rows = await eventsOfRoomsInRange(this.db, roomNids, range, order, limit);
+    return rows.map((r) => this.remember(r));
+  }
+
+  /** Of these rooms, those with events in (after, upTo], mapped to their latest position there. */
+  async roomsWithEvents(roomNids: readonly number[], range: StreamRange): Promise<Map<number, number>> {
+    return roomsWithEventsInRange(this.db, roomNids, range);
+  }
+
+  /** The member events about `userId` in (after, upTo], oldest first: which rooms they joined, left, were invited to ... */
+  async membershipChanges(userId: string, range: StreamRange): Promise<StoredEvent[]> {
+    const rows = await memberEventsOfUserInRange(this.db, userId, range);
+    return rows.map((r) => this.remember(r));
+  }
+
+  /** The user's current memberships (all, or those listed), oldest change first, with room ids. */
+  async roomsOfUser(userId: string, memberships?: readonly string[]): Promise<(MembershipRow & { room_id: string })[]> {
+    return roomsOfUser(this.db, userId, memberships);
+  }
+
+  // ---- state ----
+
+  /** The state a snapshot holds, as stored events. */
+  async stateOfSnapshot(snapshotNid: number): Promise<Map<StateKey, StoredEvent>> {
+    const ids = await readSnapshot(this.db, snapshotNid);
+    const events = await this.eventsByNids([...ids.values()]);
+    const out = new Map<StateKey, StoredEvent>();
+    for (const [key, nid] of ids) {
+      const e = events.get(nid);
+      if (e !== undefined) out.set(key, e);
+    }
+    return out;
+  }
+
+  /** Of a snapshot's state, the events of one type with the given state keys (e.g. some members). */
+  async stateSubsetOfSnapshot(snapshotNid: number, type: string, stateKeys: readonly string[]): Promise<Map<StateKey, StoredEvent>> {
+    const ids = await readSnapshotSubset(this.db, snapshotNid, type, stateKeys);
+    const events = await this.eventsByNids([...ids.values()]);
+    const out = new Map<StateKey, StoredEvent>();
+    for (const [key, nid] of ids) {
+      const e = events.get(nid);
+      if (e !== undefined) out.set(key, e);
+    }
+    return out;
+  }
+
+  /** The room's current state. */
+  async currentState(roomId: string): Promise<Map<StateKey, StoredEvent>> {
+    const row = await roomById(this.db, roomId);
+    if (row?.state_snapshot_nid == null) return new Map();
+    return this.stateOfSnapshot(Number(row.state_snapshot_nid));
+  }
+
+  /** The state after an event (including the event itself when it is a state event). */
+  async stateAfter(e: StoredEvent): Promise<Map<StateKey, StoredEvent>> {
+    return e.stateAfterNid === undefined ? new Map() : this.stateOfSnapshot(e.stateAfterNid);
+  }
+
+  /** The state before an event. */
+  async stateBefore(e: StoredEvent): Promise<Map<StateKey, StoredEvent>> {
+    return e.stateBeforeNid === undefined ? new Map() : this.stateOfSnapshot(e.stateBeforeNid);
+  }
+
+  /**
+   * The room's state at a position of the events stream: after its last event at or before
+   * `position` (empty when the room had no event yet).
+   */
+  async stateAt(roomNid: number, position: number): Promise<Map<StateKey, StoredEvent>> {
+    const row = await lastRoomEventAtOrBefore(this.db, roomNid, position);
+    if (row === undefined) return new Map();
+    return this.stateAfter(this.remember(row));
+  }
+
+  // ---- client format ----
+
+  /**
+   * Events in client format, each redacted one with its redaction in unsigned.redacted_because
+   * (fetched in one batch).
+   */
+  async clientEvents(events: readonly StoredEvent[], options: Omit<ClientEventOptions, 'redactedBecause'>): Promise<ClientEvent[]> {
+    const redactionIds = [...new Set(events.flatMap((e) => (e.redactedBy === undefined ? [] : [e.redactedBy])))];
+    const redactions = redactionIds.length === 0 ? new Map<string, StoredEvent>() : await this.events(redactionIds);
+    return events.map((e) => {
+      const redaction = e.redactedBy === undefined ? undefined : redactions.get(e.redactedBy);
+      return toClientEvent(e, {
+        ...options,
+        ...(redaction !== undefined ? { redactedBecause: toClientEvent(redaction, options) } : {}),
+      });
+    });
+  }
+}

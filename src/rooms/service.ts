@@ -1,0 +1,175 @@
+// The room server: the only writer of the room graph. It creates rooms, builds, signs, authorizes
+// and stores events, and answers the client API's room queries. Operations live in perform/
+// (writes) and query/ (reads); this class is their one entry point.
+
+import { DEFAULT_ROOM_VERSION } from '../protocol/room-versions.js';
+import type { JsonObject } from '../protocol/json.js';
+import type { Actor } from './actor.js';
+import type { ClientEvent } from './client-event.js';
+import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
+import { createAlias, removeAlias, resolveAlias, roomAliases } from './perform/aliases.js';
+import { banUser, unbanUser } from './perform/ban.js';
+import { createRoom, type CreateRoomRequest } from './perform/create.js';
+import {
+  directoryVisibility,
+  listPublicRooms,
+  setDirectoryVisibility,
+  type DirectoryVisibility,
+  type PublicRoomsRequest,
+  type PublicRoomsResponse,
+} from './perform/directory.js';
+import { forgetRoom } from './perform/forget.js';
+import { inviteUser } from './perform/invite.js';
+import { joinRoom } from './perform/join.js';
+import { kickUser } from './perform/kick.js';
+import { knockRoom } from './perform/knock.js';
+import { leaveRoom } from './perform/leave.js';
+import { updateMemberProfiles } from './perform/profile.js';
+import { redactEvent } from './perform/redact.js';
+import { sendMessageEvent, sendStateEvent } from './perform/send.js';
+import { eventContext, roomEvent, type EventContext } from './query/events.js';
+import { joinedMembers, joinedRooms, roomMembers, type JoinedMember, type MembersRequest } from './query/members.js';
+import { roomMessages, type MessagesRequest, type MessagesResponse } from './query/messages.js';
+import { roomState, roomStateEvent } from './query/state.js';
+import type { RoomEventFilter } from './event-filter.js';
+import type { RoomReader } from './reader.js';
+
+export type { Actor } from './actor.js';
+export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
+
+export class RoomService {
+  private readonly core: RoomCore;
+  private readonly defaultRoomVersion: string;
+
+  constructor(deps: RoomServiceDeps) {
+    this.core = new RoomCore(deps);
+    this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
+  }
+
+  /** Read access to rooms and events (what sync builds on). */
+  get reader(): RoomReader {
+    return this.core.reader;
+  }
+
+  // ---- rooms and membership ----
+
+  createRoom(actor: Actor, request: CreateRoomRequest): Promise<{ roomId: string }> {
+    return createRoom(this.core, actor, request, this.defaultRoomVersion);
+  }
+
+  join(actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
+    return joinRoom(this.core, actor, roomIdOrAlias, options);
+  }
+
+  leave(actor: Actor, roomId: string, options: { reason?: string } = {}): Promise<void> {
+    return leaveRoom(this.core, actor, roomId, options);
+  }
+
+  invite(actor: Actor, roomId: string, userId: string, options: { reason?: string; isDirect?: boolean } = {}): Promise<void> {
+    return inviteUser(this.core, actor, roomId, userId, options);
+  }
+
+  kick(actor: Actor, roomId: string, userId: string, options: { reason?: string } = {}): Promise<void> {
+    return kickUser(this.core, actor, roomId, userId, options);
+  }
+
+  ban(actor: Actor, roomId: string, userId: string, options: { reason?: string } = {}): Promise<void> {
+    return banUser(this.core, actor, roomId, userId, options);
+  }
+
+  unban(actor: Actor, roomId: string, userId: string, options: { reason?: string } = {}): Promise<void> {
+    return unbanUser(this.core, actor, roomId, userId, options);
+  }
+
+  knock(actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
+    return knockRoom(this.core, actor, roomIdOrAlias, options);
+  }
+
+  forget(actor: Actor, roomId: string): Promise<void> {
+    return forgetRoom(this.core, actor, roomId);
+  }
+
+  // ---- events ----
+
+  /** Sends a message event; with `txnId`, the same device and txnId give the same event id. */
+  sendMessage(actor: Actor, roomId: string, type: string, content: JsonObject, txnId?: string): Promise<string> {
+    return sendMessageEvent(this.core, actor, roomId, type, content, txnId);
+  }
+
+  sendState(actor: Actor, roomId: string, type: string, stateKey: string, content: JsonObject): Promise<string> {
+    return sendStateEvent(this.core, actor, roomId, type, stateKey, content);
+  }
+
+  redact(actor: Actor, roomId: string, eventId: string, options: { reason?: string; txnId?: string } = {}): Promise<string> {
+    return redactEvent(this.core, actor, roomId, eventId, options);
+  }
+
+  /** A profile change reaches the member events of the user's joined rooms. */
+  updateMemberProfiles(userId: string, profile: MemberProfile): Promise<string[]> {
+    return updateMemberProfiles(this.core, userId, profile);
+  }
+
+  // ---- reads ----
+
+  getEvent(actor: Actor, roomId: string, eventId: string): Promise<ClientEvent> {
+    return roomEvent(this.core, actor, roomId, eventId);
+  }
+
+  context(actor: Actor, roomId: string, eventId: string, options: { limit: number; filter?: RoomEventFilter }): Promise<EventContext> {
+    return eventContext(this.core, actor, roomId, eventId, options);
+  }
+
+  messages(actor: Actor, roomId: string, request: MessagesRequest): Promise<MessagesResponse> {
+    return roomMessages(this.core, actor, roomId, request);
+  }
+
+  state(actor: Actor, roomId: string): Promise<ClientEvent[]> {
+    return roomState(this.core, actor, roomId);
+  }
+
+  stateEvent(actor: Actor, roomId: string, type: string, stateKey: string, format: 'content' | 'event' = 'content'): Promise<JsonObject | ClientEvent> {
+    return roomStateEvent(this.core, actor, roomId, type, stateKey, format);
+  }
+
+  members(actor: Actor, roomId: string, request: MembersRequest = {}): Promise<ClientEvent[]> {
+    return roomMembers(this.core, actor, roomId, request);
+  }
+
+  joinedMembers(actor: Actor, roomId: string): Promise<Record<string, JoinedMember>> {
+    return joinedMembers(this.core, actor, roomId);
+  }
+
+  joinedRooms(userId: string): Promise<string[]> {
+    return joinedRooms(this.core, userId);
+  }
+
+  // ---- aliases and directory ----
+
+  createAlias(actor: Actor, alias: string, roomId: string): Promise<void> {
+    return createAlias(this.core, actor, alias, roomId);
+  }
+
+  resolveAlias(alias: string): Promise<{ room_id: string; servers: string[] }> {
+    return resolveAlias(this.core, alias);
+  }
+
+  deleteAlias(actor: Actor, alias: string): Promise<void> {
+    return removeAlias(this.core, actor, alias);
+  }
+
+  roomAliases(actor: Actor, roomId: string): Promise<string[]> {
+    return roomAliases(this.core, actor, roomId);
+  }
+
+  directoryVisibility(roomId: string): Promise<DirectoryVisibility> {
+    return directoryVisibility(this.core, roomId);
+  }
+
+  setDirectoryVisibility(actor: Actor, roomId: string, visibility: DirectoryVisibility): Promise<void> {
+    return setDirectoryVisibility(this.core, actor, roomId, visibility);
+  }
+
+  publicRooms(request: PublicRoomsRequest): Promise<PublicRoomsResponse> {
+    return listPublicRooms(this.core, request);
+  }
+}

@@ -1,0 +1,71 @@
+// A stored event as the room server and sync read it: the PDU parsed, the row's bookkeeping
+// beside it (stream position, redaction, transaction id, the state snapshots around it).
+
+import type { Pdu, RoomEvent } from '../protocol/events.js';
+import { toRoomEvent } from '../protocol/events.js';
+import type { JsonObject } from '../protocol/json.js';
+import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
+import type { EventRow } from '../storage/rooms/events.js';
+
+export interface StoredEvent {
+  readonly nid: number;
+  readonly eventId: string;
+  readonly roomNid: number;
+  readonly roomId: string;
+  readonly version: RoomVersion;
+  readonly pdu: Pdu;
+  readonly type: string;
+  /** Undefined for non-state events. */
+  readonly stateKey: string | undefined;
+  readonly sender: string;
+  readonly originServerTs: number;
+  readonly streamOrdering: number;
+  /** Server-side unsigned data: prev_content, prev_sender, replaces_state, invite_room_state. */
+  readonly unsigned: JsonObject | undefined;
+  /** For redactions: the event redacted. */
+  readonly redacts: string | undefined;
+  /** The id of the redaction that applies to this event. */
+  readonly redactedBy: string | undefined;
+  readonly rejected: boolean;
+  /** The device and transaction id a client sent the event with. */
+  readonly txn: { readonly deviceId: string; readonly txnId: string } | undefined;
+  readonly stateBeforeNid: number | undefined;
+  readonly stateAfterNid: number | undefined;
+}
+
+export function storedEventFromRow(row: EventRow): StoredEvent {
+  const version = getRoomVersion(row.room_version);
+  if (version === undefined) throw new Error(`room ${row.room_id} has unknown version ${row.room_version}`);
+  return {
+    nid: Number(row.event_nid),
+    eventId: row.event_id,
+    roomNid: Number(row.room_nid),
+    roomId: row.room_id,
+    version,
+    pdu: JSON.parse(row.json) as Pdu,
+    type: row.type,
+    stateKey: row.state_key ?? undefined,
+    sender: row.sender,
+    originServerTs: Number(row.origin_server_ts),
+    streamOrdering: Number(row.stream_ordering),
+    unsigned: row.unsigned_json === null ? undefined : (JSON.parse(row.unsigned_json) as JsonObject),
+    redacts: row.redacts ?? undefined,
+    redactedBy: row.redacted_by ?? undefined,
+    rejected: row.rejected !== 0,
+    txn: row.txn_device_id !== null && row.txn_id !== null ? { deviceId: row.txn_device_id, txnId: row.txn_id } : undefined,
+    stateBeforeNid: row.state_before_nid === null ? undefined : Number(row.state_before_nid),
+    stateAfterNid: row.state_after_nid === null ? undefined : Number(row.state_after_nid),
+  };
+}
+
+/** The RoomEvent view authorization reads. */
+export function roomEventOf(e: StoredEvent): RoomEvent {
+  return toRoomEvent(e.pdu, e.eventId, e.version);
+}
+
+/** The membership a member event sets ('leave' for anything unusable). */
+export function membershipOf(e: { type: string; pdu: Pdu }): string | undefined {
+  if (e.type !== 'm.room.member') return undefined;
+  const m = e.pdu.content.membership;
+  return typeof m === 'string' ? m : undefined;
+}

@@ -1,0 +1,126 @@
+// Event rows: the reads the room server and sync need, by id and by position on the events
+// stream. (Writing them is in hot-queries.ts: every send runs those statements.)
+
+import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { EventsTable, Schema } from '../schema.js';
+
+/** An event row with its room's id and version. */
+export type EventRow = Selectable<EventsTable> & { room_id: string; room_version: string };
+
+export type NewEventRow = Omit<Insertable<EventsTable>, 'event_nid'>;
+
+function selectEvents(db: Kysely<Schema>) {
+  return db.selectFrom('events as e').innerJoin('rooms as r', 'r.room_nid', 'e.room_nid').selectAll('e').select(['r.room_id', 'r.room_version']);
+}
+
+export async function eventsByIds(db: Kysely<Schema>, eventIds: readonly string[]): Promise<EventRow[]> {
+  if (eventIds.length === 0) return [];
+  return selectEvents(db).where('e.event_id', 'in', eventIds).execute();
+}
+
+export async function eventsByNids(db: Kysely<Schema>, nids: readonly number[]): Promise<EventRow[]> {
+  if (nids.length === 0) return [];
+  const out: EventRow[] = [];
+  // Bounded IN lists: SQLite and PostgreSQL both cap bound parameters.
+  for (let i = 0; i < nids.length; i += 5000) {
+    out.push(...(await selectEvents(db).where('e.event_nid', 'in', nids.slice(i, i + 5000)).execute()));
+  }
+  return out;
+}
+
+export interface StreamRange {
+  /** Exclusive lower bound on stream_ordering. */
+  readonly after?: number;
+  /** Inclusive upper bound on stream_ordering. */
+  readonly upTo?: number;
+}
+
+/**
+ * A room's events with stream_ordering in (after, upTo], newest first ('desc') or oldest first
+ * ('asc'), at most `limit`. Rejected events are left out.
+ */
+export async function roomEventsInRange(
+  db: Kysely<Schema>,
+  roomNid: number,
+  range: StreamRange,
+  order: 'asc' | 'desc',
+  limit: number,
+): Promise<EventRow[]> {
+  let q = selectEvents(db).where('e.room_nid', '=', roomNid).where('e.rejected', '=', 0);
+  if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
+  if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
+  return q.orderBy('e.stream_ordering', order).limit(limit).execute();
+}
+
+/** Events of several rooms with stream_ordering in (after, upTo], in stream order, at most `limit`. */
+export async function eventsOfRoomsInRange(
+  db: Kysely<Schema>,
+  roomNids: readonly number[],
+  range: StreamRange,
+  order: 'asc' | 'desc',
+  limit: number,
+): Promise<EventRow[]> {
+  if (roomNids.length === 0) return [];
+  let q = selectEvents(db).where('e.room_nid', 'in', roomNids).where('e.rejected', '=', 0);
+  if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
+  if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
+  return q.orderBy('e.stream_ordering', order).limit(limit).execute();
+}
+
+/** Which of these rooms have events with stream_ordering in (after, upTo], with their latest position. */
+export async function roomsWithEventsInRange(
+  db: Kysely<Schema>,
+  roomNids: readonly number[],
+  range: StreamRange,
+): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (roomNids.length === 0) return out;
+  let q = db
+    .selectFrom('events')
+    .select(['room_nid', (eb) => eb.fn.max('stream_ordering').as('latest')])
+    .where('room_nid', 'in', roomNids)
+    .where('rejected', '=', 0);
+  if (range.after !== undefined) q = q.where('stream_ordering', '>', range.after);
+  if (range.upTo !== undefined) q = q.where('stream_ordering', '<=', range.upTo);
+  for (const r of await q.groupBy('room_nid').execute()) out.set(Number(r.room_nid), Number(r.latest));
+  return out;
+}
+
+/** A room's state events of one (type, state_key), oldest first: a history of that state entry. */
+export async function stateEntryHistory(
+  db: Kysely<Schema>,
+  roomNid: number,
+  type: string,
+  stateKeyValue: string,
+): Promise<EventRow[]> {
+  return selectEvents(db)
+    .where('e.room_nid', '=', roomNid)
+    .where('e.type', '=', type)
+    .where('e.state_key', '=', stateKeyValue)
+    .where('e.rejected', '=', 0)
+    .orderBy('e.stream_ordering', 'asc')
+    .execute();
+}
+
+/** The member events about `userId` (in any room) with stream_ordering in (after, upTo], oldest first. */
+export async function memberEventsOfUserInRange(db: Kysely<Schema>, userId: string, range: StreamRange): Promise<EventRow[]> {
+  let q = selectEvents(db).where('e.type', '=', 'm.room.member').where('e.state_key', '=', userId).where('e.rejected', '=', 0);
+  if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
+  if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
+  return q.orderBy('e.stream_ordering', 'asc').execute();
+}
+
+/** The room's last event at or before `position` (its state_after_nid is the state at that position). */
+export async function lastRoomEventAtOrBefore(db: Kysely<Schema>, roomNid: number, position: number): Promise<EventRow | undefined> {
+  return selectEvents(db)
+    .where('e.room_nid', '=', roomNid)
+    .where('e.stream_ordering', '<=', position)
+    .where('e.rejected', '=', 0)
+    .orderBy('e.stream_ordering', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export async function setRedactedBy(trx: Kysely<Schema>, eventId: string, redactionId: string): Promise<void> {
+  await trx.updateTable('events').set({ redacted_by: redactionId }).where('event_id', '=', eventId).where('redacted_by', 'is', null).execute();
+}

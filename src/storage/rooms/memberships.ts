@@ -1,0 +1,69 @@
+// Current memberships: one row per (room, user) with the latest membership, for "rooms of a user"
+// and member lists without reading room state.
+
+import type { Kysely, Selectable } from 'kysely';
+import type { RoomMembershipsTable, Schema } from '../schema.js';
+
+export type MembershipRow = Selectable<RoomMembershipsTable>;
+
+export async function upsertMembership(
+  trx: Kysely<Schema>,
+  row: { roomNid: number; userId: string; membership: string; eventNid: number; streamOrdering: number },
+): Promise<void> {
+  const values = {
+    room_nid: row.roomNid,
+    user_id: row.userId,
+    membership: row.membership,
+    event_nid: row.eventNid,
+    stream_ordering: row.streamOrdering,
+    forgotten: 0,
+  };
+  await trx
+    .insertInto('room_memberships')
+    .values(values)
+    .onConflict((oc) =>
+      oc.columns(['room_nid', 'user_id']).doUpdateSet({
+        membership: values.membership,
+        event_nid: values.event_nid,
+        stream_ordering: values.stream_ordering,
+        forgotten: 0,
+      }),
+    )
+    .execute();
+}
+
+export async function membershipOf(db: Kysely<Schema>, roomNid: number, userId: string): Promise<MembershipRow | undefined> {
+  return db
+    .selectFrom('room_memberships')
+    .selectAll()
+    .where('room_nid', '=', roomNid)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+/** A user's rooms with their membership and room id; `memberships` narrows to those values. */
+export async function roomsOfUser(
+  db: Kysely<Schema>,
+  userId: string,
+  memberships?: readonly string[],
+): Promise<(MembershipRow & { room_id: string })[]> {
+  let q = db
+    .selectFrom('room_memberships as m')
+    .innerJoin('rooms as r', 'r.room_nid', 'm.room_nid')
+    .selectAll('m')
+    .select('r.room_id')
+    .where('m.user_id', '=', userId);
+  if (memberships !== undefined) q = q.where('m.membership', 'in', memberships);
+  return q.orderBy('m.stream_ordering', 'asc').execute();
+}
+
+/** A room's members with the given memberships (all when omitted). */
+export async function membersOfRoom(db: Kysely<Schema>, roomNid: number, memberships?: readonly string[]): Promise<MembershipRow[]> {
+  let q = db.selectFrom('room_memberships').selectAll().where('room_nid', '=', roomNid);
+  if (memberships !== undefined) q = q.where('membership', 'in', memberships);
+  return q.orderBy('user_id').execute();
+}
+
+export async function setForgotten(db: Kysely<Schema>, roomNid: number, userId: string): Promise<void> {
+  await db.updateTable('room_memberships').set({ forgotten: 1 }).where('room_nid', '=', roomNid).where('user_id', '=', userId).execute();
+}

@@ -1,0 +1,206 @@
+// Room state as deltas. A snapshot stores only the entries that changed against its parent;
+// after STATE_CHAIN_LIMIT deltas the next snapshot is written in full, so reading any state walks
+// at most that many snapshots. Each snapshot row carries its ancestors (full base first), so a
+// read is two queries whatever the chain's length.
+
+import type { Kysely } from 'kysely';
+import { stateKey, type StateKey } from '../../protocol/events.js';
+import type { Schema } from '../schema.js';
+
+/** Deltas allowed on top of a full snapshot before the next one is written in full. */
+export const STATE_CHAIN_LIMIT = 32;
+
+export interface SnapshotInfo {
+  readonly nid: number;
+  /** Deltas between this snapshot and its full base (0 for a full snapshot). */
+  readonly chainLength: number;
+  /** Snapshot nids to read, full base first, this one last. */
+  readonly chain: readonly number[];
+}
+
+/** One entry of a snapshot: a state key's nid and its event's nid (null removes the key). */
+export type SnapshotEntry = readonly [stateKeyNid: number, eventNid: number | null];
+
+/** Whether a snapshot on top of `parent` must be written in full to keep the chain bounded. */
+export function needsFullSnapshot(parent: { chainLength: number } | null): boolean {
+  return parent === null || parent.chainLength + 1 > STATE_CHAIN_LIMIT;
+}
+
+/**
+ * Writes a snapshot's row: a delta on top of `parent`, or a full snapshot when `parent` is null
+ * (see needsFullSnapshot). Its entries follow with insertSnapshotEntries, once the events they
+ * name have rows.
+ */
+export async function insertSnapshotRow(
+  trx: Kysely<Schema>,
+  roomNid: number,
+  parent: SnapshotInfo | null,
+): Promise<SnapshotInfo> {
+  const chainLength = parent === null ? 0 : parent.chainLength + 1;
+  const ancestors = parent === null ? [] : parent.chain;
+  const row = await trx
+    .insertInto('state_snapshots')
+    .values({ room_nid: roomNid, parent_nid: parent?.nid ?? null, chain_length: chainLength, chain: JSON.stringify(ancestors) })
+    .returning('snapshot_nid')
+    .executeTakeFirstOrThrow();
+  const nid = Number(row.snapshot_nid);
+  return { nid, chainLength, chain: [...ancestors, nid] };
+}
+
+const ENTRY_ROWS_PER_INSERT = 500;
+
+/** A snapshot's entries: the changed ones for a delta, every one for a full snapshot. */
+export async function insertSnapshotEntries(
+  trx: Kysely<Schema>,
+  snapshotNid: number,
+  entries: readonly SnapshotEntry[],
+): Promise<void> {
+  for (let i = 0; i < entries.length; i += ENTRY_ROWS_PER_INSERT) {
+    const rows = entries
+      .slice(i, i + ENTRY_ROWS_PER_INSERT)
+      .map(([stateKeyNid, eventNid]) => ({ snapshot_nid: snapshotNid, state_key_nid: stateKeyNid, event_nid: eventNid }));
+    await trx.insertInto('state_snapshot_entries').values(rows).execute();
+  }
+}
+
+export async function getSnapshotInfo(db: Kysely<Schema>, snapshotNid: number): Promise<SnapshotInfo | undefined> {
+  const row = await db
+    .selectFrom('state_snapshots')
+    .select(['snapshot_nid', 'chain_length', 'chain'])
+    .where('snapshot_nid', '=', snapshotNid)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const nid = Number(row.snapshot_nid);
+  return { nid, chainLength: row.chain_length, chain: [...(JSON.parse(row.chain) as number[]), nid] };
+}
+
+export interface SnapshotState {
+  /** stateKey(type, state_key) → event nid. */
+  readonly events: Map<StateKey, number>;
+  /** stateKey(type, state_key) → that pair's state_key_nid. */
+  readonly keyNids: Map<StateKey, number>;
+}
+
+/** The state a snapshot holds: stateKey(type, state_key) → event nid. */
+export async function readSnapshot(db: Kysely<Schema>, snapshotNid: number): Promise<Map<StateKey, number>> {
+  return (await readSnapshotState(db, snapshotNid)).events;
+}
+
+/** The state a snapshot holds, with the state keys' nids. */
+export async function readSnapshotState(db: Kysely<Schema>, snapshotNid: number): Promise<SnapshotState> {
+  const info = await getSnapshotInfo(db, snapshotNid);
+  if (info === undefined) throw new Error(`state snapshot ${snapshotNid} does not exist`);
+  const rows = await db
+    .selectFrom('state_snapshot_entries as e')
+    .innerJoin('event_state_keys as k', 'k.state_key_nid', 'e.state_key_nid')
+    .select(['e.snapshot_nid', 'e.state_key_nid', 'k.event_type', 'k.state_key', 'e.event_nid'])
+    .where('e.snapshot_nid', 'in', info.chain)
+    .execute();
+  // Later snapshots in the chain override earlier ones.
+  const rank = new Map(info.chain.map((nid, i) => [nid, i]));
+  rows.sort((a, b) => rank.get(Number(a.snapshot_nid))! - rank.get(Number(b.snapshot_nid))!);
+  const events = new Map<StateKey, number>();
+  const keyNids = new Map<StateKey, number>();
+  for (const r of rows) {
+    const key = stateKey(r.event_type, r.state_key);
+    keyNids.set(key, Number(r.state_key_nid));
+    if (r.event_nid === null) events.delete(key);
+    else events.set(key, Number(r.event_nid));
+  }
+  return { events, keyNids };
+}
+
+/** Rows a snapshot's chain holds in total (for tests and diagnostics). */
+export async function snapshotRowCount(db: Kysely<Schema>, roomNid: number): Promise<{ snapshots: number; entries: number }> {
+  const s = await db
+    .selectFrom('state_snapshots')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('room_nid', '=', roomNid)
+    .executeTakeFirstOrThrow();
+  const e = await db
+    .selectFrom('state_snapshot_entries as e')
+    .innerJoin('state_snapshots as s', 's.snapshot_nid', 'e.snapshot_nid')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('s.room_nid', '=', roomNid)
+    .executeTakeFirstOrThrow();
+  return { snapshots: Number(s.n), entries: Number(e.n) };
+}
+
+/**
+ * Integer ids for (type, state_key) pairs. Ids never change once given, so they are cached for
+ * the life of the process.
+ */
+export class StateKeyNids {
+  private readonly byKey = new Map<StateKey, number>();
+
+  cached(key: StateKey): number | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** Records ids read from the database. */
+  remember(ids: ReadonlyMap<StateKey, number>): void {
+    for (const [k, nid] of ids) this.byKey.set(k, nid);
+  }
+
+  /** The pair's id, created when new (inside the caller's transaction). */
+  async getOrCreate(trx: Kysely<Schema>, type: string, key: string): Promise<number> {
+    const k = stateKey(type, key);
+    const known = this.byKey.get(k);
+    if (known !== undefined) return known;
+    const inserted = await trx
+      .insertInto('event_state_keys')
+      .values({ event_type: type, state_key: key })
+      .onConflict((oc) => oc.columns(['event_type', 'state_key']).doNothing())
+      .returning('state_key_nid')
+      .executeTakeFirst();
+    let nid = inserted?.state_key_nid;
+    if (nid === undefined) {
+      const row = await trx
+        .selectFrom('event_state_keys')
+        .select('state_key_nid')
+        .where('event_type', '=', type)
+        .where('state_key', '=', key)
+        .executeTakeFirstOrThrow();
+      nid = row.state_key_nid;
+    }
+    this.byKey.set(k, Number(nid));
+    return Number(nid);
+  }
+
+  /** Forgets every id: called when a transaction that may have created some rolled back. */
+  clear(): void {
+    this.byKey.clear();
+  }
+}
+
+/**
+ * Part of a snapshot's state: the entries of one event type with the given state keys (e.g. the
+ * member events of some users), without reading the whole state. stateKey → event nid.
+ */
+export async function readSnapshotSubset(
+  db: Kysely<Schema>,
+  snapshotNid: number,
+  type: string,
+  stateKeys: readonly string[],
+): Promise<Map<StateKey, number>> {
+  const out = new Map<StateKey, number>();
+  if (stateKeys.length === 0) return out;
+  const info = await getSnapshotInfo(db, snapshotNid);
+  if (info === undefined) throw new Error(`state snapshot ${snapshotNid} does not exist`);
+  const rows = await db
+    .selectFrom('state_snapshot_entries as e')
+    .innerJoin('event_state_keys as k', 'k.state_key_nid', 'e.state_key_nid')
+    .select(['e.snapshot_nid', 'k.state_key', 'e.event_nid'])
+    .where('e.snapshot_nid', 'in', info.chain)
+    .where('k.event_type', '=', type)
+    .where('k.state_key', 'in', stateKeys)
+    .execute();
+  const rank = new Map(info.chain.map((nid, i) => [nid, i]));
+  rows.sort((a, b) => rank.get(Number(a.snapshot_nid))! - rank.get(Number(b.snapshot_nid))!);
+  for (const r of rows) {
+    const key = stateKey(type, r.state_key);
+    if (r.event_nid === null) out.delete(key);
+    else out.set(key, Number(r.event_nid));
+  }
+  return out;
+}

@@ -1,0 +1,85 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { stateKey } from '../../src/protocol/events.js';
+import { loadVisibilityHistory, visibleEvents } from '../../src/rooms/query/history.js';
+import { decodeTimelineToken, encodeTimelineToken } from '../../src/rooms/tokens.js';
+import { storageBackends, type TestDatabase } from '../support/databases.js';
+import { roomsHarness, user, type RoomsHarness } from './helpers.js';
+
+const alice = user('alice');
+const bob = user('bob');
+
+for (const backend of await storageBackends()) {
+  describe(`the reader sync builds on, on ${backend.name}`, { skip: backend.skip }, () => {
+    let target: TestDatabase;
+    let h: RoomsHarness;
+    before(async () => {
+      target = await backend.create();
+      h = await roomsHarness(target);
+    });
+    after(async () => {
+      await h.close();
+      await target.drop();
+    });
+
+    const lastPosition = async (roomId: string) => {
+      const info = (await h.rooms.reader.roomInfo(roomId))!;
+      return (await h.rooms.reader.roomEvents(info.nid, {}, 'desc', 1))[0]!.streamOrdering;
+    };
+
+    test('events of several rooms in (after, upTo], rooms with news, and membership changes of a user', async () => {
+      const a = await h.rooms.createRoom(alice, { preset: 'public_chat' });
+      const b = await h.rooms.createRoom(alice, { preset: 'public_chat' });
+      const quiet = await h.rooms.createRoom(alice, {});
+      const since = Math.max(await lastPosition(a.roomId), await lastPosition(b.roomId), await lastPosition(quiet.roomId));
+      await h.rooms.join(bob, a.roomId);
+      const m1 = await h.rooms.sendMessage(alice, a.roomId, 'm.room.message', { body: 'a1' });
+      const m2 = await h.rooms.sendMessage(alice, b.roomId, 'm.room.message', { body: 'b1' });
+      const upTo = await lastPosition(b.roomId);
+      await h.rooms.sendMessage(alice, a.roomId, 'm.room.message', { body: 'later' });
+      const nids = await Promise.all([a, b, quiet].map(async (r) => (await h.rooms.reader.roomInfo(r.roomId))!.nid));
+      const events = await h.rooms.reader.eventsOfRooms(nids, { after: since, upTo }, 'asc', 100);
+      assert.deepEqual(events.map((e) => e.type), ['m.room.member', 'm.room.message', 'm.room.message']);
+      assert.deepEqual(events.slice(1).map((e) => e.eventId), [m1, m2]);
+      const news = await h.rooms.reader.roomsWithEvents(nids, { after: since, upTo });
+      assert.deepEqual([...news.keys()].sort(), [nids[0], nids[1]].sort());
+      assert.equal(news.get(nids[1]!), upTo);
+      const changes = await h.rooms.reader.membershipChanges(bob.userId, { after: since });
+      assert.deepEqual(changes.map((e) => [e.roomId, e.pdu.content.membership]), [[a.roomId, 'join']]);
+      const rooms = await h.rooms.reader.roomsOfUser(bob.userId, ['join']);
+      assert.deepEqual(rooms.map((r) => r.room_id), [a.roomId]);
+    });
+
+    test('state at a stream position; client format without room_id', async () => {
+      const { roomId } = await h.rooms.createRoom(alice, {});
+      await h.rooms.sendState(alice, roomId, 'm.room.topic', '', { topic: 'one' });
+      const at = await lastPosition(roomId);
+      await h.rooms.sendState(alice, roomId, 'm.room.topic', '', { topic: 'two' });
+      const nid = (await h.rooms.reader.roomInfo(roomId))!.nid;
+      const then = await h.rooms.reader.stateAt(nid, at);
+      assert.equal(then.get(stateKey('m.room.topic', ''))!.pdu.content.topic, 'one');
+      const now = await h.rooms.reader.stateAt(nid, Number.MAX_SAFE_INTEGER);
+      assert.equal(now.get(stateKey('m.room.topic', ''))!.pdu.content.topic, 'two');
+      assert.equal((await h.rooms.reader.stateAt(nid, 0)).size, 0);
+      const [client] = await h.rooms.reader.clientEvents([then.get(stateKey('m.room.topic', ''))!], { now: Date.now(), omitRoomId: true });
+      assert.equal(client!.room_id, undefined);
+      assert.deepEqual(client!.content, { topic: 'one' });
+    });
+
+    test('history visibility helpers and timeline tokens', async () => {
+      const { roomId } = await h.rooms.createRoom(alice, {
+        preset: 'public_chat',
+        initialState: [{ type: 'm.room.history_visibility', stateKey: '', content: { history_visibility: 'joined' } }],
+      });
+      await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'hidden from bob' });
+      await h.rooms.join(bob, roomId);
+      await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'seen by bob' });
+      const nid = (await h.rooms.reader.roomInfo(roomId))!.nid;
+      const all = await h.rooms.reader.roomEvents(nid, {}, 'asc', 100);
+      const history = await loadVisibilityHistory(h.database.db, nid, bob.userId);
+      const bodies = visibleEvents(history, all, bob.userId).filter((e) => e.type === 'm.room.message').map((e) => e.pdu.content.body);
+      assert.deepEqual(bodies, ['seen by bob']);
+      assert.equal(decodeTimelineToken(encodeTimelineToken(42)), 42);
+    });
+  });
+}

@@ -1,0 +1,152 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { Kysely } from 'kysely';
+import { stateKey, type StateKey } from '../../src/protocol/events.js';
+import { openDatabase, type Database } from '../../src/storage/database.js';
+import { migrateToLatest } from '../../src/storage/migrations/index.js';
+import { insertRoom } from '../../src/storage/rooms/rooms.js';
+import {
+  insertSnapshotEntries,
+  insertSnapshotRow,
+  needsFullSnapshot,
+  readSnapshot,
+  readSnapshotSubset,
+  snapshotRowCount,
+  STATE_CHAIN_LIMIT,
+  StateKeyNids,
+  type SnapshotInfo,
+} from '../../src/storage/rooms/state-snapshots.js';
+import type { Schema } from '../../src/storage/schema.js';
+import { storageBackends, type TestDatabase } from '../support/databases.js';
+
+/**
+ * Writes a sequence of state changes the way the room server does: a delta per change, a full
+ * snapshot when the chain would pass the limit. Returns each snapshot with the state it must hold.
+ */
+async function writeChanges(
+  db: Kysely<Schema>,
+  roomNid: number,
+  keys: StateKeyNids,
+  changes: readonly { type: string; key: string; eventNid: number | null }[],
+): Promise<{ info: SnapshotInfo; expected: Map<StateKey, number> }[]> {
+  const out: { info: SnapshotInfo; expected: Map<StateKey, number> }[] = [];
+  let parent: SnapshotInfo | null = null;
+  const state = new Map<StateKey, number>();
+  const nidOf = new Map<StateKey, number>();
+  for (const c of changes) {
+    const k = stateKey(c.type, c.key);
+    await db.transaction().execute(async (trx) => {
+      nidOf.set(k, await keys.getOrCreate(trx, c.type, c.key));
+      if (c.eventNid === null) state.delete(k);
+      else state.set(k, c.eventNid);
+      const full = needsFullSnapshot(parent);
+      const info: SnapshotInfo = await insertSnapshotRow(trx, roomNid, full ? null : parent);
+      const entries: [number, number | null][] = full
+        ? [...state].map(([sk, e]) => [nidOf.get(sk)!, e])
+        : [[nidOf.get(k)!, c.eventNid]];
+      await insertSnapshotEntries(trx, info.nid, entries);
+      parent = info;
+      out.push({ info, expected: new Map(state) });
+    });
+  }
+  return out;
+}
+
+for (const backend of await storageBackends()) {
+  describe(`room state snapshots on ${backend.name}`, { skip: backend.skip }, () => {
+    let target: TestDatabase;
+    let database: Database<Schema>;
+    let roomCounter = 0;
+    const newRoom = () =>
+      insertRoom(database.db, { roomId: `!r${++roomCounter}:hs`, version: '10', creator: '@a:hs', createdTs: 0, isPublic: false });
+
+    before(async () => {
+      target = await backend.create();
+      database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 4 });
+      await migrateToLatest(database.db as never, database.dialect);
+    });
+    after(async () => {
+      await database.close();
+      await target.drop();
+    });
+
+    test('every snapshot of a delta chain reads back its full state, across full-snapshot restarts', async () => {
+      const roomNid = await newRoom();
+      const keys = new StateKeyNids();
+      const changes = Array.from({ length: 80 }, (_, i) => ({
+        type: i % 3 === 0 ? 'm.room.member' : 'm.room.name',
+        key: i % 3 === 0 ? `@u${i % 11}:hs` : '',
+        eventNid: 1000 + i,
+      }));
+      const written = await writeChanges(database.db, roomNid, keys, changes);
+      for (const { info, expected } of written) {
+        assert.ok(info.chainLength <= STATE_CHAIN_LIMIT, `chain of ${info.chainLength}`);
+        assert.equal(info.chain.length, info.chainLength + 1);
+        assert.deepEqual(await readSnapshot(database.db, info.nid), expected);
+      }
+      // The chain restarted with full snapshots, and only those and the deltas were written.
+      const fullOnes = written.filter((w) => w.info.chainLength === 0);
+      assert.equal(fullOnes.length, Math.ceil(80 / (STATE_CHAIN_LIMIT + 1)));
+      const counts = await snapshotRowCount(database.db, roomNid);
+      assert.equal(counts.snapshots, 80);
+      const fullEntries = fullOnes.reduce((n, w) => n + w.expected.size, 0);
+      assert.equal(counts.entries, fullEntries + (80 - fullOnes.length));
+    });
+
+    test('a removal entry hides the inherited one; a subset read sees the same', async () => {
+      const roomNid = await newRoom();
+      const keys = new StateKeyNids();
+      const written = await writeChanges(database.db, roomNid, keys, [
+        { type: 'm.room.member', key: '@a:hs', eventNid: 1 },
+        { type: 'm.room.member', key: '@b:hs', eventNid: 2 },
+        { type: 'm.room.member', key: '@a:hs', eventNid: null },
+        { type: 'm.room.member', key: '@b:hs', eventNid: 3 },
+      ]);
+      const last = written[written.length - 1]!;
+      assert.deepEqual(await readSnapshot(database.db, last.info.nid), new Map([[stateKey('m.room.member', '@b:hs'), 3]]));
+      assert.deepEqual(
+        await readSnapshotSubset(database.db, last.info.nid, 'm.room.member', ['@a:hs', '@b:hs', '@c:hs']),
+        new Map([[stateKey('m.room.member', '@b:hs'), 3]]),
+      );
+      assert.deepEqual(
+        await readSnapshotSubset(database.db, written[1]!.info.nid, 'm.room.member', ['@a:hs']),
+        new Map([[stateKey('m.room.member', '@a:hs'), 1]]),
+      );
+    });
+
+    test('state key ids are shared across rooms and stable', async () => {
+      const keys = new StateKeyNids();
+      const a = await keys.getOrCreate(database.db, 'm.room.topic', '');
+      const again = await new StateKeyNids().getOrCreate(database.db, 'm.room.topic', '');
+      assert.equal(a, again);
+      assert.notEqual(await keys.getOrCreate(database.db, 'm.room.topic', 'x'), a);
+      assert.equal(keys.cached(stateKey('m.room.topic', '')), a);
+    });
+
+    test('property: any sequence of changes reads back as the map it built', async () => {
+      const keyNids = new StateKeyNids();
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.record({
+              type: fc.constantFrom('m.room.member', 'm.room.name', 'x.custom'),
+              key: fc.constantFrom('', '@a:hs', '@b:hs', 'k'),
+              eventNid: fc.option(fc.integer({ min: 1, max: 10_000 }), { freq: 5 }),
+            }),
+            { minLength: 1, maxLength: 70 },
+          ),
+          async (changes) => {
+            const roomNid = await newRoom();
+            const written = await writeChanges(database.db, roomNid, keyNids, changes);
+            // Reading the last and a middle snapshot is enough to catch a wrong merge order.
+            for (const w of [written[written.length - 1]!, written[Math.floor(written.length / 2)]!]) {
+              assert.deepEqual(await readSnapshot(database.db, w.info.nid), w.expected);
+            }
+          },
+        ),
+        { numRuns: 15 },
+      );
+    });
+  });
+}
