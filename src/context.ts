@@ -21,7 +21,19 @@ import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
 import { currentStreamPositions } from './storage/streams.js';
 import { Notifier } from './sync/notifier.js';
-import { AccountService } from './users/accounts.js';
+import { roomRoutes } from './client/rooms/index.js';
+import { userDataRoutes } from './client/user-data/index.js';
+import { RoomService } from './rooms/service.js';
+import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
+import { AccountService, type AccountServiceDeps } from './users/accounts.js';
+import { AccountDataService } from './users/account-data.js';
+import { FilterService } from './users/filters.js';
+import { PresenceService } from './users/presence.js';
+import { ProfileService } from './users/profiles.js';
+import { ReceiptService } from './users/receipts.js';
+import { ToDeviceService } from './users/to-device.js';
+import { TypingService } from './users/typing.js';
+import { UserDirectoryService } from './users/user-directory.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -80,12 +92,28 @@ export interface ServerPart {
 /** The services, for the command line, startup tasks and tests. */
 export interface Services {
   readonly accounts: AccountService;
+  readonly rooms: RoomService;
+  readonly profiles: ProfileService;
+  readonly accountData: AccountDataService;
+  readonly filters: FilterService;
+  readonly typing: TypingService;
+  readonly receipts: ReceiptService;
+  readonly toDevice: ToDeviceService;
+  readonly presence: PresenceService;
 }
 
-/** The account service as the configuration asks for it. */
-export function accountService(core: Pick<ServerCore, 'config' | 'db' | 'serverName'>): AccountService {
+type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted'>;
+
+/** The account service as the configuration asks for it; every new account gets a profile. */
+export function accountService(
+  core: Pick<ServerCore, 'config' | 'db' | 'serverName'>,
+  hooks: AccountHooks = {},
+): AccountService {
   const { config } = core;
+  const profiles = new ProfileService({ db: core.db, serverName: core.serverName });
   return new AccountService({
+    ...hooks,
+    onRegister: (userId, localpart, displayname) => profiles.createProfile(userId, localpart, displayname),
     db: core.db,
     serverName: core.serverName,
     bcryptCost: config.user_api.bcrypt_cost,
@@ -102,8 +130,64 @@ export function accountService(core: Pick<ServerCore, 'config' | 'db' | 'serverN
  * add one part; later parts may use the services of earlier ones.
  */
 async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; services: Services }> {
-  const { config } = core;
-  const accounts = accountService(core);
+  const { config, db, serverName, notifier } = core;
+  const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
+  const sharing = (userId: string) => usersSharingRooms(db, userId);
+
+  // Profiles and rooms refer to each other: a profile change rewrites member events, and member
+  // events carry the profile. `rooms` is bound before any request can change a profile.
+  let rooms: RoomService | undefined;
+  let presence: PresenceService | undefined;
+  const profiles = new ProfileService({
+    db,
+    serverName,
+    onProfileChange: async (userId, profile) => {
+      await rooms?.updateMemberProfiles(userId, profile);
+      await presence?.profileChanged(userId);
+    },
+  });
+  rooms = new RoomService({
+    db,
+    dialect: core.database.dialect,
+    serverName,
+    signingKey: core.signingKey,
+    notifier,
+    profiles: { profile: (userId) => profiles.profileOf(userId) },
+  });
+  const roomService = rooms;
+  presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });
+  const accountData = new AccountDataService({ db, notifier });
+  const filters = new FilterService({ db });
+  const typing = new TypingService({ notifier, isJoined });
+  const receipts = new ReceiptService({
+    db,
+    notifier,
+    accountData,
+    isJoined,
+    eventOrder: async (roomId, eventId) => {
+      const event = await roomService.reader.event(eventId);
+      return event?.roomId === roomId ? event.streamOrdering : undefined;
+    },
+  });
+  const toDevice = new ToDeviceService({ db, notifier, serverName });
+  const userDirectory = new UserDirectoryService({
+    db,
+    usersSharingRooms: sharing,
+    usersInPublicRooms: () => usersInPublicRooms(db),
+  });
+  const accounts = accountService(core, {
+    // A deactivated account leaves every room it is in.
+    onDeactivate: async (userId) => {
+      const actor = { userId, deviceId: null };
+      for (const roomId of await roomService.joinedRooms(userId)) {
+        await roomService.leave(actor, roomId).catch((err: unknown) =>
+          core.log.warn('leaving a room on deactivation failed', { userId, roomId, err: String(err) }),
+        );
+      }
+    },
+  });
+  presence.start();
+
   const parts: ServerPart[] = [
     {
       name: 'server-info',
@@ -122,8 +206,20 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
     { name: 'health', routes: healthRoutes({ probe: databaseProbe(core.db as Kysely<unknown>) }) },
     { name: 'accounts', routes: accountRoutes({ accounts }), authenticate: accounts.authenticate },
+    { name: 'rooms', routes: roomRoutes({ rooms: roomService }) },
+    {
+      name: 'user-data',
+      routes: userDataRoutes({ profiles, accountData, filters, typing, receipts, toDevice, presence, userDirectory }),
+      close: () => {
+        typing.close();
+        presence?.close();
+      },
+    },
   ];
-  return { parts, services: { accounts } };
+  return {
+    parts,
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence },
+  };
 }
 
 export interface CreateServerOptions {

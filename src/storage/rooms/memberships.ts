@@ -67,3 +67,42 @@ export async function membersOfRoom(db: Kysely<Schema>, roomNid: number, members
 export async function setForgotten(db: Kysely<Schema>, roomNid: number, userId: string): Promise<void> {
   await db.updateTable('room_memberships').set({ forgotten: 1 }).where('room_nid', '=', roomNid).where('user_id', '=', userId).execute();
 }
+
+/** Whether `userId` is joined to the room with id `roomId`. */
+export async function isJoinedTo(db: Kysely<Schema>, userId: string, roomId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('room_memberships as m')
+    .innerJoin('rooms as r', 'r.room_nid', 'm.room_nid')
+    .select('m.membership')
+    .where('r.room_id', '=', roomId)
+    .where('m.user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.membership === 'join';
+}
+
+/** Every user joined to a room `userId` is joined to (the user included, if joined anywhere). */
+export async function usersSharingRooms(db: Kysely<Schema>, userId: string): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('room_memberships as mine')
+    .innerJoin('room_memberships as other', 'other.room_nid', 'mine.room_nid')
+    .select('other.user_id')
+    .distinct()
+    .where('mine.user_id', '=', userId)
+    .where('mine.membership', '=', 'join')
+    .where('other.membership', '=', 'join')
+    .execute();
+  return new Set(rows.map((r) => r.user_id));
+}
+
+/** Every user joined to a room published in the room directory. */
+export async function usersInPublicRooms(db: Kysely<Schema>): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('room_memberships as m')
+    .innerJoin('rooms as r', 'r.room_nid', 'm.room_nid')
+    .select('m.user_id')
+    .distinct()
+    .where('r.is_public', '=', 1)
+    .where('m.membership', '=', 'join')
+    .execute();
+  return new Set(rows.map((r) => r.user_id));
+}

@@ -1,0 +1,69 @@
+// The services working together in one real server: profiles in member events, receipts and
+// typing against room membership, deactivation leaving rooms.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { serverBackends, startTestServer, type TestServer, type TestUser } from '../support/server.js';
+
+for (const { backend, skip } of await serverBackends()) {
+  describe(`services wired together on ${backend}`, { skip }, () => {
+    let hs: TestServer;
+    let alice: TestUser;
+    let bob: TestUser;
+    let roomId: string;
+    const api = (user: TestUser, method: string, path: string, body?: unknown) =>
+      fetch(`${hs.baseUrl}/_matrix/client/v3${path}`, {
+        method,
+        headers: { ...hs.auth(user), 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+    const json = async (res: Response) => (await res.json()) as Record<string, any>;
+
+    before(async () => {
+      hs = await startTestServer({ backend });
+      alice = await hs.registerUser('alice', 'pw-alice');
+      bob = await hs.registerUser('bob', 'pw-bob');
+      const res = await api(alice, 'POST', '/createRoom', { preset: 'private_chat', invite: [bob.userId], name: 'Wired' });
+      roomId = (await json(res)).room_id;
+      assert.equal((await api(bob, 'POST', `/join/${encodeURIComponent(roomId)}`, {})).status, 200);
+    });
+    after(() => hs.close());
+
+    test('a new account has a profile whose display name is its localpart', async () => {
+      const res = await api(alice, 'GET', `/profile/${encodeURIComponent(bob.userId)}`);
+      assert.equal(res.status, 200);
+      assert.equal((await json(res)).displayname, 'bob');
+    });
+
+    test('a display name change rewrites the member event in joined rooms', async () => {
+      assert.equal((await api(bob, 'PUT', `/profile/${encodeURIComponent(bob.userId)}/displayname`, { displayname: 'Bobby' })).status, 200);
+      const res = await api(alice, 'GET', `/rooms/${encodeURIComponent(roomId)}/state/m.room.member/${encodeURIComponent(bob.userId)}`);
+      assert.deepEqual(await json(res), { membership: 'join', displayname: 'Bobby' });
+    });
+
+    test('receipts and typing check membership against the room server', async () => {
+      const sent = await json(await api(alice, 'PUT', `/rooms/${encodeURIComponent(roomId)}/send/m.room.message/t1`, { msgtype: 'm.text', body: 'hi' }));
+      let res = await api(bob, 'POST', `/rooms/${encodeURIComponent(roomId)}/receipt/m.read/${encodeURIComponent(sent.event_id)}`, {});
+      assert.equal(res.status, 200);
+      res = await api(bob, 'POST', `/rooms/${encodeURIComponent(roomId)}/receipt/m.read/${encodeURIComponent('$nope')}`, {});
+      assert.equal(res.status, 404);
+      res = await api(bob, 'PUT', `/rooms/${encodeURIComponent(roomId)}/typing/${encodeURIComponent(bob.userId)}`, { typing: true, timeout: 5000 });
+      assert.equal(res.status, 200);
+      const carol = await hs.registerUser('carol', 'pw-carol');
+      res = await api(carol, 'PUT', `/rooms/${encodeURIComponent(roomId)}/typing/${encodeURIComponent(carol.userId)}`, { typing: true });
+      assert.equal(res.status, 403);
+    });
+
+    test('a deactivated account leaves its rooms', async () => {
+      const dave = await hs.registerUser('dave', 'pw-dave');
+      await api(alice, 'POST', `/rooms/${encodeURIComponent(roomId)}/invite`, { user_id: dave.userId });
+      assert.equal((await api(dave, 'POST', `/rooms/${encodeURIComponent(roomId)}/join`, {})).status, 200);
+      let res = await api(dave, 'POST', '/account/deactivate', {});
+      const session = (await json(res)).session;
+      res = await api(dave, 'POST', '/account/deactivate', { auth: { type: 'm.login.password', session, identifier: { type: 'm.id.user', user: 'dave' }, password: 'pw-dave' } });
+      assert.equal(res.status, 200);
+      res = await api(alice, 'GET', `/rooms/${encodeURIComponent(roomId)}/joined_members`);
+      assert.deepEqual(Object.keys((await json(res)).joined).sort(), [alice.userId, bob.userId].sort());
+    });
+  });
+}
