@@ -11,6 +11,7 @@ import { serverInfoRoutes } from './client/server-info/index.js';
 import type { HearthConfig } from './config/index.js';
 import { keyServerRoutes } from './federation/key-server.js';
 import { buildHttpApp } from './http/app.js';
+import { RateLimiter } from './http/rate-limit.js';
 import type { Authenticator, RouteDef } from './http/route.js';
 import type { SigningKey } from './protocol/signing.js';
 import { type BoundListener, type ListenerSpec, Listeners } from './server/listeners.js';
@@ -313,6 +314,15 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
       {
         logger: options.logger ?? logging?.logger ?? false,
         ...(authenticators[0] ? { authenticate: authenticators[0] } : {}),
+        ...(config.client_api.rate_limiting.enabled
+          ? {
+              rateLimiter: new RateLimiter({
+                threshold: config.client_api.rate_limiting.threshold,
+                cooloffMs: config.client_api.rate_limiting.cooloff_ms,
+                exemptUserIds: config.client_api.rate_limiting.exempt_user_ids,
+              }),
+            }
+          : {}),
       },
     );
     log.attach(app.log);

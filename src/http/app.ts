@@ -3,6 +3,7 @@
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { parseJsonObjectBody } from './body.js';
+import type { RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
 import { HearthError } from '../protocol/errors.js';
@@ -15,6 +16,21 @@ export interface HttpAppOptions {
   logger?: boolean | object;
   /** Resolves access tokens; without one, every route that needs a token answers M_UNKNOWN_TOKEN. */
   authenticate?: Authenticator;
+  /** Limits how fast each client may call rate-limited routes; none: no limit. */
+  rateLimiter?: RateLimiter;
+}
+
+function isRateLimited(route: RouteDef): boolean {
+  return route.rateLimited ?? (route.api === 'client' && (route.method === 'PUT' || route.method === 'POST'));
+}
+
+/** 429 M_LIMIT_EXCEEDED when the client has used its slots; per user, or per address without a token. */
+function checkRateLimit(limiter: RateLimiter, req: HttpRequest, requester: Requester | undefined): void {
+  if (requester !== undefined && limiter.isExempt(requester.userId)) return;
+  const wait = limiter.take(requester?.userId ?? `ip:${req.remoteAddress}`);
+  if (wait > 0) {
+    throw new HearthError(429, 'M_LIMIT_EXCEEDED', 'Too many requests', { retry_after_ms: wait });
+  }
 }
 
 function routeAuth(route: RouteDef): RouteAuth {
@@ -59,7 +75,16 @@ function bearerToken(req: FastifyRequest): string | undefined {
   return typeof q === 'string' ? q : undefined;
 }
 
-function toHttpRequest(route: RouteDef, req: FastifyRequest): HttpRequest {
+/** A signal aborted when the connection closes before the reply is complete. */
+function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+function toHttpRequest(route: RouteDef, req: FastifyRequest, reply: FastifyReply): HttpRequest {
   return {
     method: route.method,
     params: req.params as Record<string, string>,
@@ -68,6 +93,7 @@ function toHttpRequest(route: RouteDef, req: FastifyRequest): HttpRequest {
     headers: req.headers,
     accessToken: bearerToken(req),
     remoteAddress: req.ip,
+    signal: disconnectSignal(reply),
   };
 }
 
@@ -111,8 +137,11 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         url,
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
-          const request = toHttpRequest(route, req);
+          const request = toHttpRequest(route, req, reply);
           const requester = await authorize(route, request, options.authenticate);
+          if (options.rateLimiter !== undefined && isRateLimited(route)) {
+            checkRateLimit(options.rateLimiter, request, requester);
+          }
           const res = await route.handler({ ...request, body: readBody(route, req), ...(requester ? { requester } : {}) });
           if (res.headers) void reply.headers(res.headers);
           return reply.code(res.status ?? 200).send(res.body);

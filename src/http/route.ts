@@ -53,6 +53,8 @@ export interface HttpRequest {
   readonly remoteAddress: string;
   /** Set for routes whose `auth` is not 'none' (and for 'optional' only when a token was sent). */
   readonly requester?: Requester;
+  /** Aborted when the client goes away before the reply is sent (long-polls stop waiting). */
+  readonly signal?: AbortSignal;
 }
 
 export interface HttpResponse {
@@ -70,6 +72,11 @@ export interface RouteDef {
   readonly path: string;
   /** Default 'user' for client and media routes, 'admin' for admin routes, else 'none'. */
   readonly auth?: RouteAuth;
+  /**
+   * Whether the app's rate limiter counts this route. Default: client-API writes (PUT and POST)
+   * are counted, reads are not.
+   */
+  readonly rateLimited?: boolean;
   /** How the body is read: a JSON object (default for PUT/POST), raw bytes, or not at all. */
   readonly body?: 'json' | 'raw' | 'none';
   /** Largest accepted body in bytes (default: the app's JSON limit). */
