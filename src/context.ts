@@ -22,7 +22,9 @@ import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
 import { currentStreamPositions } from './storage/streams.js';
 import { Notifier } from './sync/notifier.js';
+import { SyncService } from './sync/sync-service.js';
 import { roomRoutes } from './client/rooms/index.js';
+import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
@@ -101,6 +103,7 @@ export interface Services {
   readonly receipts: ReceiptService;
   readonly toDevice: ToDeviceService;
   readonly presence: PresenceService;
+  readonly sync: SyncService;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted'>;
@@ -188,6 +191,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
   });
   presence.start();
+  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, filters, typing, receipts, toDevice, presence });
 
   const parts: ServerPart[] = [
     {
@@ -216,10 +220,11 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
         presence?.close();
       },
     },
+    { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
   ];
   return {
     parts,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync },
   };
 }
 

@@ -6,6 +6,7 @@ import { parseJsonObjectBody } from './body.js';
 import type { RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
+import { childLoggerFactory, RequestLogController } from './request-log.js';
 import { HearthError } from '../protocol/errors.js';
 import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
 
@@ -75,26 +76,48 @@ function bearerToken(req: FastifyRequest): string | undefined {
   return typeof q === 'string' ? q : undefined;
 }
 
-/** A signal aborted when the connection closes before the reply is complete. */
-function disconnectSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  return controller.signal;
-}
+/**
+ * A request as routes see it. Its `signal` (aborted when the connection closes before the reply
+ * is complete) is made on first use: few routes wait long enough to need one.
+ */
+class IncomingRequest implements HttpRequest {
+  readonly method: HttpMethod;
+  readonly params: Record<string, string>;
+  readonly query: Record<string, string | string[] | undefined>;
+  body: unknown = undefined;
+  readonly headers: FastifyRequest['headers'];
+  readonly accessToken: string | undefined;
+  readonly remoteAddress: string;
+  requester?: Requester;
+  readonly #reply: FastifyReply;
+  #signal: AbortSignal | undefined;
 
-function toHttpRequest(route: RouteDef, req: FastifyRequest, reply: FastifyReply): HttpRequest {
-  return {
-    method: route.method,
-    params: req.params as Record<string, string>,
-    query: req.query as Record<string, string | string[] | undefined>,
-    body: undefined,
-    headers: req.headers,
-    accessToken: bearerToken(req),
-    remoteAddress: req.ip,
-    signal: disconnectSignal(reply),
-  };
+  constructor(route: RouteDef, req: FastifyRequest, reply: FastifyReply) {
+    this.#reply = reply;
+    this.method = route.method;
+    this.params = req.params as Record<string, string>;
+    this.query = req.query as Record<string, string | string[] | undefined>;
+    this.headers = req.headers;
+    this.accessToken = bearerToken(req);
+    this.remoteAddress = req.ip;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#signal === undefined) {
+      const controller = new AbortController();
+      const raw = this.#reply.raw;
+      // The connection may be gone already, before anyone asked.
+      if (raw.closed) {
+        if (!raw.writableFinished) controller.abort();
+      } else {
+        raw.once('close', () => {
+          if (!raw.writableFinished) controller.abort();
+        });
+      }
+      this.#signal = controller.signal;
+    }
+    return this.#signal;
+  }
 }
 
 /** The body as the route reads it; parsed only after the caller is authorized. */
@@ -113,17 +136,28 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   const jsonBodyLimit = options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT;
   const app = Fastify({
     logger: options.logger ?? false,
+    // Each request is logged at debug, not info: a line per request costs as much as a send.
+    logController: new RequestLogController(),
+    childLoggerFactory,
     bodyLimit: jsonBodyLimit,
     // Matrix paths carry ids with ':' and '!' and may end with an empty state key.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
+    // Errors the router meets before any hook runs (a malformed percent-encoding, an overlong
+    // parameter) get the spec's error shape and CORS headers too.
+    frameworkErrors: (err, _req, reply) => sendError(reply, err, reply.log),
   });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (req, reply, done) => {
     void reply.headers(CORS_HEADERS);
-    if (req.method === 'OPTIONS') return reply.code(200).send({});
+    if (req.method === 'OPTIONS') {
+      void reply.code(200).send({});
+      return;
+    }
+    done();
   });
 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
@@ -137,12 +171,14 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         url,
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
-          const request = toHttpRequest(route, req, reply);
+          const request = new IncomingRequest(route, req, reply);
           const requester = await authorize(route, request, options.authenticate);
           if (options.rateLimiter !== undefined && isRateLimited(route)) {
             checkRateLimit(options.rateLimiter, request, requester);
           }
-          const res = await route.handler({ ...request, body: readBody(route, req), ...(requester ? { requester } : {}) });
+          request.body = readBody(route, req);
+          if (requester !== undefined) request.requester = requester;
+          const res = await route.handler(request);
           if (res.headers) void reply.headers(res.headers);
           return reply.code(res.status ?? 200).send(res.body);
         },
@@ -152,8 +188,10 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
 
   // A known path asked with a method it does not serve: 405, not 404.
   for (const [url, methods] of methodsByPath) {
-    const others = METHODS.filter((m) => !methods.has(m) && !(m === 'GET' && methods.has('GET')));
-    if (others.length === 0) continue;
+    const others: string[] = METHODS.filter((m) => !methods.has(m) && !(m === 'GET' && methods.has('GET')));
+    // HEAD is answered wherever GET is; PATCH is served nowhere.
+    if (!methods.has('GET')) others.push('HEAD');
+    others.push('PATCH');
     app.route({
       method: others,
       url,

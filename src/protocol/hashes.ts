@@ -2,7 +2,7 @@
 // event, the reference hash and the signatures cover its redacted form, and from room version 3
 // on the event id is derived from the reference hash.
 
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { decodeBase64Strict, encodeBase64, encodeBase64Url } from './base64.js';
 import { canonicalJson } from './canonical-json.js';
 import { HearthError } from './errors.js';
@@ -35,8 +35,11 @@ function canonicalWithout(event: object, omit: ReadonlySet<string>, strict: bool
   return canonicalJson(target, { strict });
 }
 
+// The one-shot digest skips the Hash object (Node 20.12 on); hashing runs several times per event.
+const oneShot = typeof hash === 'function';
+
 function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
+  return oneShot ? hash('sha256', text, 'buffer') : createHash('sha256').update(text, 'utf8').digest();
 }
 
 const CONTENT_HASH_OMIT: ReadonlySet<string> = new Set(['unsigned', 'signatures', 'hashes']);
@@ -122,15 +125,52 @@ export function hashAndSignEvent(
   key: SigningKey,
   version: RoomVersion,
 ): Pdu {
+  return hashAndSign(pdu, serverName, key, version).pdu;
+}
+
+/** A signed event with what identifies it. */
+export interface SignedEvent {
+  readonly pdu: Pdu;
+  /** `computeEventId(pdu, version)`. */
+  readonly eventId: string;
+  /** `referenceHash(pdu, version)`. */
+  readonly referenceHash: Uint8Array;
+}
+
+/**
+ * `hashAndSignEvent`, also giving the event's reference hash and id. The signature covers the
+ * same text the reference hash does (the redacted event without `signatures` and `unsigned`), so
+ * both come from one redaction and one encoding.
+ */
+export function hashAndSignEventWithId(
+  pdu: PduDraft,
+  serverName: string,
+  key: SigningKey,
+  version: RoomVersion,
+): SignedEvent {
+  const { pdu: signed, signable } = hashAndSign(pdu, serverName, key, version);
+  let eventId: string;
+  let reference: Buffer | undefined;
+  if (version.eventIdFormat === 'v1') {
+    eventId = computeEventId(signed, version);
+  } else {
+    reference = sha256(signable);
+    eventId = '$' + (version.eventIdFormat === 'v3' ? encodeBase64(reference) : encodeBase64Url(reference));
+  }
+  return { pdu: signed, eventId, referenceHash: reference ?? sha256(signable) };
+}
+
+function hashAndSign(pdu: PduDraft, serverName: string, key: SigningKey, version: RoomVersion): { pdu: Pdu; signable: string } {
   const event = pdu as AnyEvent;
   const strict = version.strictCanonicalJson;
   const contentHash = encodeBase64(sha256(canonicalWithout(event, CONTENT_HASH_OMIT, strict)));
   const hashed: { [key: string]: unknown } = { ...event, hashes: { sha256: contentHash } };
-  const signature = signBytes(Buffer.from(redactedSignableText(hashed, version), 'utf8'), key);
+  const signable = redactedSignableText(hashed, version);
+  const signature = signBytes(Buffer.from(signable, 'utf8'), key);
   const existing = isJsonObject(event.signatures) ? event.signatures : {};
   const mine = isJsonObject(existing[serverName]) ? existing[serverName] : {};
   hashed.signatures = { ...existing, [serverName]: { ...mine, [key.keyId]: signature } };
-  return hashed as Pdu;
+  return { pdu: hashed as Pdu, signable };
 }
 
 /**

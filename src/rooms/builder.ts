@@ -9,7 +9,7 @@ import { encodeBase64 } from '../protocol/base64.js';
 import { HearthError } from '../protocol/errors.js';
 import { checkEventAuth, redactionApplies } from '../protocol/event-auth.js';
 import { stateKey, toRoomEvent, type EventReferences, type Pdu, type RoomEvent, type StateKey } from '../protocol/events.js';
-import { computeEventId, hashAndSignEvent, referenceHash, type PduDraft } from '../protocol/hashes.js';
+import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
@@ -119,8 +119,7 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
       ? { redacts: draft.redacts.event_id }
       : {}),
   };
-  const pdu = hashAndSignEvent(draftPdu, ctx.serverName, ctx.signingKey, version);
-  const eventId = computeEventId(pdu, version);
+  const { pdu, eventId, referenceHash } = hashAndSignEventWithId(draftPdu, ctx.serverName, ctx.signingKey, version);
   // Stored as plain JSON: for an event with a canonical form (signing just proved it has one),
   // JSON.stringify writes the same characters in another key order, so the same byte length.
   const json = JSON.stringify(pdu);
@@ -137,7 +136,7 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     eventId,
     depth,
     nid: undefined,
-    ...(version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(pdu, version)) } : {}),
+    ...(version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash) } : {}),
   };
   let unsigned: JsonObject | undefined = draft.unsigned === undefined ? undefined : { ...draft.unsigned };
   const snapshotBefore = head.snapshot;

@@ -1,12 +1,15 @@
 // Idempotent sends: a (room, sender, device, txnId) names at most one event. The room server is
 // the only writer of events, so once it has read a device's transaction ids in a room it knows
 // every later one itself: the first send of a device into a room reads the ids stored for it (up
-// to a bound), and from then on a new txnId is answered from memory. A device with more stored
-// ids than the bound is looked up in the database per send, as is one whose memory grew too big.
+// to a bound), and from then on a new txnId is answered from memory. Ids that no longer fit in
+// memory go into a Bloom filter, so a new id still needs no lookup while an old one is looked up.
+// A device with more stored ids than the bound is looked up in the database per send, as is one
+// whose filter filled up.
 
 import type { Kysely } from 'kysely';
 import type { Schema } from '../storage/schema.js';
 import type { HotRoomQueries } from '../storage/rooms/hot-queries.js';
+import { TxnFilter } from './txn-filter.js';
 
 export interface TxnIdLimits {
   /** Stored ids read for one device in one room; more means "look each one up". */
@@ -20,9 +23,11 @@ export interface TxnIdLimits {
 const DEFAULT_LIMITS: TxnIdLimits = { loadLimit: 1000, maxDevices: 20_000, maxIds: 4000 };
 
 interface DeviceTxns {
-  /** Whether `ids` holds every transaction id of this device in this room. */
+  /** Whether `ids` and `dropped` account for every transaction id of this device in this room. */
   complete: boolean;
   readonly ids: Map<string, Promise<string>>;
+  /** Ids dropped from `ids` to bound memory (their events are stored). */
+  dropped?: TxnFilter;
 }
 
 export interface TxnKey {
@@ -56,7 +61,8 @@ export class TxnIds {
   async find(k: TxnKey, txnId: string): Promise<Promise<string> | undefined> {
     const device = await this.device(k);
     const known = device.ids.get(txnId);
-    if (known !== undefined || device.complete) return known;
+    if (known !== undefined) return known;
+    if (device.complete && device.dropped?.mightHave(txnId) !== true) return undefined;
     const stored = await this.queries.eventIdByTxn(this.db, k.roomNid, k.sender, k.deviceId, txnId);
     return stored === undefined ? this.peek(k, txnId) : Promise.resolve(stored);
   }
@@ -80,14 +86,20 @@ export class TxnIds {
       if (device.ids.get(txnId) === eventId) device.ids.delete(txnId);
     });
     if (device.ids.size > this.limits.maxIds) {
-      // Keep the newest half; the rest are looked up when asked for.
+      // Keep the newest half; the rest go into the filter, and are looked up when asked for.
       const drop = device.ids.size - Math.floor(this.limits.maxIds / 2);
+      const filter = device.complete ? (device.dropped ??= new TxnFilter()) : undefined;
       let n = 0;
       for (const id of device.ids.keys()) {
         if (n++ >= drop) break;
         device.ids.delete(id);
+        filter?.add(id);
       }
-      device.complete = false;
+      if (filter?.full === true) {
+        // Too many to tell apart: every id not in memory is looked up from now on.
+        device.complete = false;
+        device.dropped = undefined;
+      }
     }
   }
 

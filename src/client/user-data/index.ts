@@ -1,5 +1,5 @@
 // Per-user data routes: profiles, account data and tags, filters, typing, receipts and read
-// markers, send-to-device, presence and the user directory.
+// markers, send-to-device, presence, the user directory and push rules.
 
 import type { RouteDef } from '../../http/route.js';
 import type { AccountDataService } from '../../users/account-data.js';
@@ -14,12 +14,13 @@ import { accountDataRoutes } from './account-data.js';
 import { filterRoutes } from './filters.js';
 import { presenceRoutes } from './presence.js';
 import { profileRoutes } from './profile.js';
+import { pushRuleRoutes } from './push-rules.js';
 import { receiptRoutes } from './receipts.js';
 import { toDeviceRoutes } from './to-device.js';
 import { typingRoutes } from './typing.js';
 import { userDirectoryRoutes } from './user-directory.js';
 
-export { accountDataRoutes, filterRoutes, presenceRoutes, profileRoutes, receiptRoutes, toDeviceRoutes, typingRoutes, userDirectoryRoutes };
+export { accountDataRoutes, filterRoutes, presenceRoutes, profileRoutes, pushRuleRoutes, receiptRoutes, toDeviceRoutes, typingRoutes, userDirectoryRoutes };
 
 export interface UserDataServices {
   readonly profiles: ProfileService;
@@ -42,5 +43,6 @@ export function userDataRoutes(services: UserDataServices): RouteDef[] {
     ...toDeviceRoutes(services),
     ...presenceRoutes(services),
     ...userDirectoryRoutes(services),
+    ...pushRuleRoutes(),
   ];
 }

@@ -1,0 +1,407 @@
+// Sends per second through HTTP against a real server in a child process (`hearth serve` on
+// 127.0.0.1, a fresh SQLite data folder, rate limiting off, logs at info, where requests are not
+// logged): one sender and 10 concurrent senders, into one room and into 10 rooms; then the
+// server's peak RSS (VmHWM). Prints a table and never asserts; `npm run bench` runs it.
+//
+//   node --import tsx bench/server.bench.ts [sends-per-case] [--client raw|http|fetch]
+//     [--cpu-prof DIR] [--entry FILE] [--node-flags="--trace-gc ..."] [--server-log FILE]
+//
+// The server runs from dist/cli.js, as `npm start` runs it (with the node options of the start
+// script): a dist/ older than the sources is built first (npm run build), and only if that fails
+// does the server run from src/cli.ts through tsx, which holds some 50 MB more. `--entry FILE`
+// runs another build. The header line says which ran.
+//
+// The client is this process, over keep-alive connections. By default a minimal HTTP/1.1 client
+// on plain sockets: it costs about half the CPU per request of node:http with a keep-alive Agent
+// (`--client http`), itself about a third of fetch (`--client fetch`), and a sequential sender
+// waits for the client as much as for the server. Besides sends per second the table gives
+// latency percentiles, CPU per send of the server and of the client, and the CPU that other
+// processes took meanwhile (on a 2-core machine anything else running lowers the figures).
+//
+// `--cpu-prof DIR` writes the server's CPU profile into DIR; `--node-flags` adds node options for
+// the server; `--server-log FILE` keeps its output.
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    client: { type: 'string', default: 'raw' },
+    'cpu-prof': { type: 'string' },
+    entry: { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
+    'server-log': { type: 'string' },
+  },
+});
+const SENDS = Number(positionals[0] ?? 5000);
+const CLIENTS = { http: 'node:http keep-alive', fetch: 'fetch', raw: 'raw HTTP/1.1 keep-alive' } as const;
+type ClientName = keyof typeof CLIENTS;
+if (!(values.client in CLIENTS)) throw new Error(`--client must be one of ${Object.keys(CLIENTS).join(', ')}`);
+const CLIENT = values.client as ClientName;
+const CPU_PROF = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
+const ENTRY = values.entry === undefined ? undefined : resolve(values.entry);
+const NODE_FLAGS = values['node-flags'].split(' ').filter((f) => f !== '');
+const SERVER_LOG = values['server-log'] === undefined ? undefined : resolve(values['server-log']);
+const SERVER_NAME = 'bench.test';
+const LANES = 10;
+
+const root = new URL('..', import.meta.url).pathname;
+
+// ---- the server child ----
+
+/** dist/ is fresh when every source file has a compiled file at least as new. */
+function distIsFresh(): boolean {
+  const src = join(root, 'src');
+  let any = false;
+  for (const entry of readdirSync(src, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const file = join(entry.parentPath, entry.name);
+    const built = join(root, 'dist', relative(src, file).replace(/\.ts$/, '.js'));
+    if (!existsSync(built) || statSync(built).mtimeMs < statSync(file).mtimeMs) return false;
+    any = true;
+  }
+  return any;
+}
+
+/**
+ * The server's entry script: dist/cli.js (what `npm start` runs), built first when older than the
+ * sources. Under tsx the server would hold some 50 MB more (the loader's thread and source
+ * maps), so tsx is only the fallback when the build cannot be made.
+ */
+function serverScript(): { script: string; how: string } {
+  if (ENTRY !== undefined) return { script: ENTRY, how: relative(root, ENTRY) };
+  const dist = join(root, 'dist/cli.js');
+  if (distIsFresh()) return { script: dist, how: 'dist/cli.js' };
+  console.log('dist/ is older than src/: building it (npm run build) ...');
+  const build = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (distIsFresh()) {
+    const errors = (build.stdout.match(/error TS\d+/g) ?? []).length;
+    return { script: dist, how: `dist/cli.js, built now${errors > 0 ? ` (the compiler reported ${errors} type errors)` : ''}` };
+  }
+  console.log(`  the build failed (${build.stderr || build.stdout}); running src/cli.ts through tsx instead`);
+  return { script: join(root, 'src/cli.ts'), how: 'src/cli.ts via tsx (peak RSS about 50 MB higher than built)' };
+}
+
+/** The node options `npm start` gives the server (`exec node --flag ... dist/cli.js serve`). */
+function startScriptNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const words = (pkg.scripts?.['start'] ?? '').split(/\s+/);
+  const flags: string[] = [];
+  for (let i = words.indexOf('node') + 1; i > 0 && i < words.length && words[i]!.startsWith('-'); i++) flags.push(words[i]!);
+  return flags;
+}
+
+interface Server {
+  readonly child: ChildProcess;
+  readonly baseUrl: string;
+  readonly how: string;
+}
+
+async function startServer(dataDir: string): Promise<Server> {
+  const configPath = join(dataDir, 'hearth.yaml');
+  writeFileSync(
+    configPath,
+    stringify({
+      version: 2,
+      global: {
+        server_name: SERVER_NAME,
+        data_dir: dataDir,
+        database: { connection_string: `file:${join(dataDir, 'hearth.db')}` },
+      },
+      listen: { http: '127.0.0.1:0' },
+      client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
+      // Accounts are only set up here, not measured.
+      user_api: { bcrypt_cost: 4 },
+      logging: [{ type: 'std', level: 'info' }],
+    }),
+  );
+  const { script, how } = serverScript();
+  const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
+  const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`];
+  const flags = [...startScriptNodeFlags(), ...NODE_FLAGS];
+  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', configPath], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = /Listening on (http:\/\/\S+)/.exec(seen);
+      if (match) {
+        child.stdout!.off('data', onData);
+        // Keep draining its output; keep it only when asked to.
+        if (SERVER_LOG === undefined) child.stdout!.resume();
+        else child.stdout!.pipe(createWriteStream(SERVER_LOG));
+        resolveUrl(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
+  });
+  return { child, baseUrl, how: flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how };
+}
+
+function stopServer(child: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null) return done();
+    child.once('exit', () => done());
+    child.kill('SIGTERM');
+  });
+}
+
+/** A /proc/<pid>/status field, in kB. */
+function procStatusKb(pid: number, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) : NaN;
+}
+
+/** CPU time (user + system) the process has used, in microseconds. */
+function procCpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second).
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** CPU time (user + system, all CPUs) the machine has used, in microseconds. */
+function machineCpuMicros(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+  const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + fields[7]!;
+  return busy * 10_000;
+}
+
+// ---- the client ----
+
+interface Reply {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+type Call = (method: string, path: string, token: string | undefined, body?: unknown) => Promise<Reply>;
+
+function httpClient(baseUrl: string): Call {
+  const url = new URL(baseUrl);
+  const agent = new Agent({ keepAlive: true, maxSockets: LANES });
+  return (method, path, token, body) =>
+    new Promise<Reply>((done, fail) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers: Record<string, string | number> = {};
+      if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
+      if (payload !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = Buffer.byteLength(payload);
+      }
+      const req = request({ host: url.hostname, port: url.port, method, path, agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => done({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
+        res.on('error', fail);
+      });
+      req.on('error', fail);
+      req.end(payload);
+    });
+}
+
+/**
+ * A minimal HTTP/1.1 client over keep-alive sockets: writes the request in one piece and reads a
+ * response with a content-length (all the server sends for these routes). It costs the bench
+ * process about half what node:http does per request.
+ */
+function rawClient(baseUrl: string): Call {
+  const url = new URL(baseUrl);
+  const port = Number(url.port);
+  const idle: Socket[] = [];
+  return (method, path, token, body) =>
+    new Promise<Reply>((done, fail) => {
+      const payload = body === undefined ? '' : JSON.stringify(body);
+      let head = `${method} ${path} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+      if (token !== undefined) head += `authorization: Bearer ${token}\r\n`;
+      if (body !== undefined) head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n`;
+      const socket = idle.pop() ?? connect(port, url.hostname).setNoDelay(true);
+      let received: Buffer = Buffer.alloc(0);
+      const finish = (err: Error | undefined, reply?: Reply) => {
+        socket.off('data', onData);
+        socket.off('error', finish);
+        if (err !== undefined) {
+          socket.destroy();
+          fail(err);
+          return;
+        }
+        idle.push(socket);
+        done(reply!);
+      };
+      const onData = (chunk: Buffer) => {
+        received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
+        const end = received.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const headers = received.toString('latin1', 0, end);
+        const length = /\r\ncontent-length: *(\d+)/i.exec(headers);
+        if (length === null) return finish(new Error(`a response without content-length: ${headers}`));
+        const bodyEnd = end + 4 + Number(length[1]);
+        if (received.length < bodyEnd) return;
+        const status = Number(headers.slice(9, 12));
+        finish(undefined, { status, body: JSON.parse(received.toString('utf8', end + 4, bodyEnd)) as Record<string, unknown> });
+      };
+      socket.on('data', onData);
+      socket.on('error', finish);
+      socket.write(`${head}\r\n${payload}`);
+    });
+}
+
+function fetchClient(baseUrl: string): Call {
+  return async (method, path, token, body) => {
+    const headers: Record<string, string> = {};
+    if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+}
+
+async function ok(call: Promise<Reply>, what: string): Promise<Record<string, unknown>> {
+  const r = await call;
+  if (r.status !== 200) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+// ---- the run ----
+
+interface Sender {
+  readonly userId: string;
+  readonly token: string;
+}
+
+async function register(call: Call, username: string): Promise<Sender> {
+  const body = { username, password: 'bench-password', auth: { type: 'm.login.dummy' } };
+  let r = await call('POST', '/_matrix/client/v3/register', undefined, body);
+  if (r.status === 401 && typeof r.body['session'] === 'string') {
+    r = await call('POST', '/_matrix/client/v3/register', undefined, { ...body, auth: { type: 'm.login.dummy', session: r.body['session'] } });
+  }
+  if (r.status !== 200) throw new Error(`register ${username}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  return { userId: r.body['user_id'] as string, token: r.body['access_token'] as string };
+}
+
+async function publicRoom(call: Call, senders: readonly Sender[]): Promise<string> {
+  const [owner, ...others] = senders;
+  const created = await ok(call('POST', '/_matrix/client/v3/createRoom', owner!.token, { preset: 'public_chat', name: 'bench' }), 'createRoom');
+  const roomId = created['room_id'] as string;
+  for (const s of others) await ok(call('POST', `/_matrix/client/v3/join/${encodeURIComponent(roomId)}`, s.token, {}), 'join');
+  return roomId;
+}
+
+interface Result {
+  readonly perSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Server CPU (user + system) per send, in microseconds. */
+  readonly serverCpuMicros: number;
+  /** This process's CPU per send, in microseconds. */
+  readonly clientCpuMicros: number;
+  /** CPU used meanwhile by everything else on the machine, in CPUs (0.5: half of one). */
+  readonly otherCpus: number;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hearth-bench-server-'));
+  const server = await startServer(dataDir);
+  const pid = server.child.pid!;
+  try {
+    const call = { http: httpClient, fetch: fetchClient, raw: rawClient }[CLIENT](server.baseUrl);
+    const senders: Sender[] = [];
+    for (let i = 0; i < LANES; i++) senders.push(await register(call, `sender${i}`));
+    const one = await publicRoom(call, senders);
+    const ten: string[] = [];
+    for (let i = 0; i < LANES; i++) ten.push(await publicRoom(call, senders));
+
+    let txn = 0;
+    const send = async (sender: Sender, roomId: string): Promise<void> => {
+      txn++;
+      const path = `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/send/m.room.message/t${txn}`;
+      const r = await call('PUT', path, sender.token, { msgtype: 'm.text', body: `message ${txn} with a little text in it` });
+      if (r.status !== 200 || typeof r.body['event_id'] !== 'string') throw new Error(`send: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    };
+
+    /** `total` sends over `lanes` concurrent loops; lane i sends as senders[i] into `roomOf(i, n)`. */
+    const run = async (lanes: number, total: number, roomOf: (lane: number, n: number) => string): Promise<Result> => {
+      const perLane = Math.ceil(total / lanes);
+      const latencies: number[] = [];
+      const serverCpu = procCpuMicros(pid);
+      const clientCpu = process.cpuUsage();
+      const machineCpu = machineCpuMicros();
+      const start = performance.now();
+      await Promise.all(
+        Array.from({ length: lanes }, async (_, lane) => {
+          for (let n = 0; n < perLane; n++) {
+            const t = performance.now();
+            await send(senders[lane]!, roomOf(lane, n));
+            latencies.push(performance.now() - t);
+          }
+        }),
+      );
+      const seconds = (performance.now() - start) / 1000;
+      const sends = perLane * lanes;
+      const client = process.cpuUsage(clientCpu);
+      const server = procCpuMicros(pid) - serverCpu;
+      const machine = machineCpuMicros() - machineCpu;
+      latencies.sort((a, b) => a - b);
+      return {
+        perSecond: sends / seconds,
+        p50Ms: percentile(latencies, 50),
+        p99Ms: percentile(latencies, 99),
+        serverCpuMicros: server / sends,
+        clientCpuMicros: (client.user + client.system) / sends,
+        otherCpus: Math.max(0, machine - server - client.user - client.system) / (seconds * 1e6),
+      };
+    };
+
+    // Warm up: JIT on both sides, the rooms' heads, the token cache.
+    await run(LANES, 1000, (l) => ten[l]!);
+    await run(1, 500, () => one);
+
+    const cases: [string, () => Promise<Result>][] = [
+      ['1 sender, 1 room', () => run(1, SENDS, () => one)],
+      ['10 senders, 1 room', () => run(LANES, SENDS, () => one)],
+      ['1 sender, 10 rooms', () => run(1, SENDS, (_, n) => ten[n % LANES]!)],
+      ['10 senders, 10 rooms', () => run(LANES, SENDS, (l) => ten[l]!)],
+    ];
+    console.log(`HTTP room sends (SQLite, server: ${server.how}, client: ${CLIENTS[CLIENT]}, ${SENDS} sends per case)`);
+    console.log(
+      `  ${'case'.padEnd(22)} ${'sends/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'server CPU µs/send'.padStart(19)} ${'client CPU µs/send'.padStart(19)} ${'other CPU'.padStart(10)}`,
+    );
+    let busyElsewhere = false;
+    for (const [name, fn] of cases) {
+      const r = await fn();
+      busyElsewhere ||= r.otherCpus > 0.1;
+      console.log(
+        `  ${name.padEnd(22)} ${Math.round(r.perSecond).toLocaleString('en-US').padStart(8)} ${r.p50Ms.toFixed(2).padStart(7)} ${r.p99Ms.toFixed(2).padStart(7)} ${Math.round(r.serverCpuMicros).toString().padStart(19)} ${Math.round(r.clientCpuMicros).toString().padStart(19)} ${`${Math.round(r.otherCpus * 100)}%`.padStart(10)}`,
+      );
+    }
+    // On a machine this small, anything else running takes a core from the server or the client.
+    if (busyElsewhere) console.log('  (other processes used the CPU during the run: the figures are low; run again on a quiet machine)');
+    const peak = procStatusKb(pid, 'VmHWM');
+    const now = procStatusKb(pid, 'VmRSS');
+    console.log(`server RSS: peak ${(peak / 1024).toFixed(1)} MB, at the end ${(now / 1024).toFixed(1)} MB`);
+  } finally {
+    await stopServer(server.child);
+    rmSync(dataDir, { recursive: true, force: true });
+    if (CPU_PROF !== undefined) console.log(`server CPU profile written to ${CPU_PROF}`);
+  }
+}
+
+await main();

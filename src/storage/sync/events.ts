@@ -1,0 +1,144 @@
+// Event reads for sync, by position on the events stream: the latest events of many rooms in one
+// statement, everything that happened in a range (shared by every sync covering it), the state
+// keys a room changed over a range, and the history of one state entry in many rooms.
+
+import { sql, type Kysely } from 'kysely';
+import type { Schema } from '../schema.js';
+
+export interface PositionRange {
+  /** Exclusive lower bound on stream_ordering; undefined: from the room's start. */
+  readonly after?: number;
+  /** Inclusive upper bound on stream_ordering. */
+  readonly upTo: number;
+}
+
+export interface EventPosition {
+  readonly roomNid: number;
+  readonly eventNid: number;
+  readonly position: number;
+}
+
+/**
+ * Rooms per statement: one sub-select each, joined by UNION ALL (SQLite allows 500 compound
+ * terms; a smaller batch keeps each statement's plan and parameter list small).
+ */
+const ROOMS_PER_STATEMENT = 50;
+
+/**
+ * For each room, its latest `perRoom` events (rejected ones left out) with stream_ordering in the
+ * range, newest first. Each room's part reads its own index range, so the cost is what is
+ * returned, whatever the rooms' sizes.
+ */
+export async function latestEventsOfRooms(
+  db: Kysely<Schema>,
+  roomNids: readonly number[],
+  range: PositionRange,
+  perRoom: number,
+): Promise<Map<number, EventPosition[]>> {
+  const out = new Map<number, EventPosition[]>();
+  if (perRoom <= 0) return out;
+  for (let i = 0; i < roomNids.length; i += ROOMS_PER_STATEMENT) {
+    const parts = roomNids.slice(i, i + ROOMS_PER_STATEMENT).map((roomNid, n) => {
+      const after = range.after === undefined ? sql`` : sql` and stream_ordering > ${range.after}`;
+      return sql`select * from (select room_nid, event_nid, stream_ordering from events where room_nid = ${roomNid} and rejected = 0 and stream_ordering <= ${range.upTo}${after} order by stream_ordering desc limit ${perRoom}) as ${sql.id(`r${n}`)}`;
+    });
+    const query = sql.join(parts, sql` union all `);
+    const { rows } = await sql<{ room_nid: number; event_nid: number; stream_ordering: number }>`${query}`.execute(db);
+    for (const r of rows) {
+      const roomNid = Number(r.room_nid);
+      let list = out.get(roomNid);
+      if (!list) out.set(roomNid, (list = []));
+      list.push({ roomNid, eventNid: Number(r.event_nid), position: Number(r.stream_ordering) });
+    }
+  }
+  for (const list of out.values()) list.sort((a, b) => b.position - a.position);
+  return out;
+}
+
+/** The (type, state_key) pairs of a room's state events with stream_ordering in the range. */
+export async function stateKeysChangedInRange(
+  db: Kysely<Schema>,
+  roomNid: number,
+  range: PositionRange,
+): Promise<{ type: string; stateKey: string }[]> {
+  let q = db
+    .selectFrom('events')
+    .select(['type', 'state_key'])
+    .distinct()
+    .where('room_nid', '=', roomNid)
+    .where('state_key', 'is not', null)
+    .where('rejected', '=', 0)
+    .where('stream_ordering', '<=', range.upTo);
+  if (range.after !== undefined) q = q.where('stream_ordering', '>', range.after);
+  const rows = await q.execute();
+  return rows.map((r) => ({ type: r.type, stateKey: r.state_key! }));
+}
+
+export interface StateEntryChange {
+  readonly roomNid: number;
+  readonly position: number;
+  /** The event's JSON (the PDU), for its content. */
+  readonly json: string;
+}
+
+/**
+ * The events of one (type, state_key) entry in each of these rooms, oldest first per room: the
+ * history of a room's setting or of one user's membership, for many rooms in one read.
+ */
+export async function stateEntryHistories(
+  db: Kysely<Schema>,
+  roomNids: readonly number[],
+  type: string,
+  stateKeyValue: string,
+): Promise<Map<number, StateEntryChange[]>> {
+  const out = new Map<number, StateEntryChange[]>();
+  for (let i = 0; i < roomNids.length; i += 500) {
+    const rows = await db
+      .selectFrom('events')
+      .select(['room_nid', 'stream_ordering', 'json'])
+      .where('room_nid', 'in', roomNids.slice(i, i + 500))
+      .where('type', '=', type)
+      .where('state_key', '=', stateKeyValue)
+      .where('rejected', '=', 0)
+      .orderBy('stream_ordering', 'asc')
+      .execute();
+    for (const r of rows) {
+      const roomNid = Number(r.room_nid);
+      let list = out.get(roomNid);
+      if (!list) out.set(roomNid, (list = []));
+      list.push({ roomNid, position: Number(r.stream_ordering), json: r.json });
+    }
+  }
+  return out;
+}
+
+export interface StreamEvent {
+  readonly roomNid: number;
+  readonly eventNid: number;
+  readonly position: number;
+  readonly type: string;
+  readonly stateKey: string | undefined;
+}
+
+/**
+ * Every event of the server with stream_ordering in (after, upTo], oldest first, at most `limit`:
+ * what changed on the events stream, for every sync that covers the same range.
+ */
+export async function eventsInStreamRange(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<StreamEvent[]> {
+  const rows = await db
+    .selectFrom('events')
+    .select(['room_nid', 'event_nid', 'stream_ordering', 'type', 'state_key'])
+    .where('stream_ordering', '>', after)
+    .where('stream_ordering', '<=', upTo)
+    .where('rejected', '=', 0)
+    .orderBy('stream_ordering', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    roomNid: Number(r.room_nid),
+    eventNid: Number(r.event_nid),
+    position: Number(r.stream_ordering),
+    type: r.type,
+    stateKey: r.state_key ?? undefined,
+  }));
+}

@@ -1,0 +1,84 @@
+// Membership reads for sync: room heroes (the first members by stream order, for clients to name
+// unnamed rooms), a user's membership at a past position, and the user's own read receipts.
+
+import { sql, type Kysely } from 'kysely';
+import type { Schema } from '../schema.js';
+
+const ROOMS_PER_STATEMENT = 50;
+const IDS_PER_STATEMENT = 500;
+
+/**
+ * Per room, up to `perRoom` users other than `exceptUserId` whose current membership is one of
+ * `memberships`, earliest membership change first.
+ */
+export async function heroesOfRooms(
+  db: Kysely<Schema>,
+  roomNids: readonly number[],
+  exceptUserId: string,
+  memberships: readonly string[],
+  perRoom: number,
+): Promise<Map<number, string[]>> {
+  const out = new Map<number, string[]>();
+  for (let i = 0; i < roomNids.length; i += ROOMS_PER_STATEMENT) {
+    const parts = roomNids.slice(i, i + ROOMS_PER_STATEMENT).map(
+      (roomNid, n) =>
+        sql`select * from (select room_nid, user_id, stream_ordering from room_memberships where room_nid = ${roomNid} and membership in (${sql.join(memberships)}) and user_id != ${exceptUserId} order by stream_ordering asc limit ${perRoom}) as ${sql.id(`h${n}`)}`,
+    );
+    const { rows } = await sql<{ room_nid: number; user_id: string; stream_ordering: number }>`${sql.join(parts, sql` union all `)}`.execute(db);
+    const sorted = [...rows].sort((a, b) => Number(a.stream_ordering) - Number(b.stream_ordering));
+    for (const r of sorted) {
+      const roomNid = Number(r.room_nid);
+      let list = out.get(roomNid);
+      if (!list) out.set(roomNid, (list = []));
+      list.push(r.user_id);
+    }
+  }
+  return out;
+}
+
+/** The user's member event in the room at or before `position` (its nid and position), if any. */
+export async function memberEventAtOrBefore(
+  db: Kysely<Schema>,
+  roomNid: number,
+  userId: string,
+  position: number,
+): Promise<{ eventNid: number; position: number } | undefined> {
+  const row = await db
+    .selectFrom('events')
+    .select(['event_nid', 'stream_ordering'])
+    .where('room_nid', '=', roomNid)
+    .where('type', '=', 'm.room.member')
+    .where('state_key', '=', userId)
+    .where('rejected', '=', 0)
+    .where('stream_ordering', '<=', position)
+    .orderBy('stream_ordering', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : { eventNid: Number(row.event_nid), position: Number(row.stream_ordering) };
+}
+
+/**
+ * Per room, the events-stream position of the latest event the user's read receipts (public or
+ * private, any thread) point at. Rooms without one are absent.
+ */
+export async function ownReadPositions(
+  db: Kysely<Schema>,
+  userId: string,
+  roomIds: readonly string[],
+  receiptTypes: readonly string[],
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (let i = 0; i < roomIds.length; i += IDS_PER_STATEMENT) {
+    const rows = await db
+      .selectFrom('receipts as r')
+      .innerJoin('events as e', 'e.event_id', 'r.event_id')
+      .select(['r.room_id', (eb) => eb.fn.max('e.stream_ordering').as('position')])
+      .where('r.user_id', '=', userId)
+      .where('r.room_id', 'in', roomIds.slice(i, i + IDS_PER_STATEMENT))
+      .where('r.receipt_type', 'in', receiptTypes)
+      .groupBy('r.room_id')
+      .execute();
+    for (const r of rows) if (r.position !== null) out.set(r.room_id, Number(r.position));
+  }
+  return out;
+}

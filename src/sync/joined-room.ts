@@ -1,0 +1,121 @@
+// rooms.join: which joined rooms the response shows (new to the client, or with events,
+// ephemeral events or account data since the token), and each one's timeline, state, summary,
+// ephemeral events, account data and unread counts.
+//
+// An incremental sync finds the rooms with new events in the events stream since its token (the
+// window every sync covering that range shares), or, when that range is long, through one read
+// over the user's room list: its cost follows what changed, not how many rooms the user is in.
+
+import type { Kysely } from 'kysely';
+import type { JsonObject } from '../protocol/json.js';
+import type { RoomReader } from '../rooms/reader.js';
+import { encodeTimelineToken } from '../rooms/tokens.js';
+import type { Schema } from '../storage/schema.js';
+import { moved, type SyncPass } from './pass.js';
+import type { JoinedRoomSection } from './response.js';
+import { clientEventsOf, loadRoomContents, type ContentRequest } from './room-content.js';
+import type { JoinPlan } from './room-plans.js';
+import type { SharedReads } from './shared-reads.js';
+import type { LoadedTimeline } from './timeline.js';
+import type { UnreadCounter } from './unread.js';
+
+export interface JoinedRoomExtras {
+  /** Per room, ephemeral events since the token. */
+  readonly ephemeral: ReadonlyMap<string, JsonObject[]>;
+  /** Per room, account data since the token. */
+  readonly accountData: ReadonlyMap<string, JsonObject[]>;
+  /** Rooms where the user's own read receipts moved since the token. */
+  readonly ownReceipts: ReadonlySet<string>;
+}
+
+export interface JoinedRoomDeps {
+  readonly db: Kysely<Schema>;
+  readonly reader: RoomReader;
+  readonly unread: UnreadCounter;
+  readonly shared: SharedReads;
+}
+
+/** A timeline with nothing in it, for rooms shown only for their ephemeral events or account data. */
+function quietTimeline(plan: JoinPlan): LoadedTimeline {
+  return {
+    events: [],
+    limited: false,
+    prevBatch: encodeTimelineToken(plan.range.upTo),
+    scanned: [],
+    coveredAfter: plan.range.after ?? 0,
+    stateAtEnd: undefined,
+  };
+}
+
+export async function joinedRoomSections(
+  deps: JoinedRoomDeps,
+  pass: SyncPass,
+  joined: ReadonlyMap<string, JoinPlan>,
+  extras: JoinedRoomExtras,
+): Promise<Record<string, JoinedRoomSection>> {
+  const { db, reader } = deps;
+  // Rooms with events in their range: all rooms new to the client; of the others, those the
+  // events stream says changed.
+  const withEvents = new Set<string>();
+  const known: JoinPlan[] = [];
+  for (const plan of joined.values()) {
+    if (plan.always) withEvents.add(plan.roomId);
+    else known.push(plan);
+  }
+  if (known.length > 0 && pass.since !== undefined && moved(pass, 'events')) {
+    const window = await pass.window();
+    const changed =
+      window !== undefined
+        ? new Set(window.map((e) => e.roomNid))
+        : await reader.roomsWithEvents(
+            known.map((p) => p.roomNid),
+            { after: pass.since.events, upTo: pass.upTo.events },
+          );
+    for (const p of known) if (changed.has(p.roomNid)) withEvents.add(p.roomId);
+  }
+  const shown = [...joined.values()].filter(
+    (p) => withEvents.has(p.roomId) || extras.ephemeral.has(p.roomId) || extras.accountData.has(p.roomId),
+  );
+  if (shown.length === 0) return {};
+
+  const facts = await deps.shared.roomFacts(shown.map((p) => p.roomId), pass.upTo.events);
+  const requests: ContentRequest[] = shown
+    .filter((p) => withEvents.has(p.roomId))
+    .map((p) => ({ roomId: p.roomId, roomNid: p.roomNid, range: p.range, fullState: p.fullState, visibleFrom: p.joinedFrom }));
+  const contents = await loadRoomContents(db, reader, deps.shared, pass, requests, { facts });
+  const ignored = await pass.ignored();
+  const unread = await deps.unread.counts(
+    pass.userId,
+    shown.map((p) => ({
+      roomId: p.roomId,
+      roomNid: p.roomNid,
+      joinedFrom: p.joinedFrom,
+      upTo: p.range.upTo,
+      // A room without events in its range has a quiet timeline: nothing to count since the token.
+      timeline: contents.get(p.roomId)?.timeline ?? quietTimeline(p),
+    })),
+    facts,
+    ignored,
+    { since: pass.since?.receipts, upTo: pass.upTo.receipts, ownMoved: extras.ownReceipts },
+  );
+
+  const out: Record<string, JoinedRoomSection> = {};
+  for (const plan of shown) {
+    const content = contents.get(plan.roomId);
+    const timeline = content?.timeline ?? quietTimeline(plan);
+    const state = content?.state ?? [];
+    const ephemeral = extras.ephemeral.get(plan.roomId) ?? [];
+    const accountData = extras.accountData.get(plan.roomId) ?? [];
+    // A room whose news the filter removed entirely is left out.
+    if (!plan.always && timeline.events.length === 0 && state.length === 0 && ephemeral.length === 0 && accountData.length === 0) continue;
+    out[plan.roomId] = {
+      summary: content?.summary ?? {},
+      state: { events: await clientEventsOf(reader, pass, state) },
+      timeline: { events: await clientEventsOf(reader, pass, timeline.events), limited: timeline.limited, prev_batch: timeline.prevBatch },
+      ephemeral: { events: ephemeral },
+      account_data: { events: accountData },
+      unread_notifications: unread.get(plan.roomId) ?? { notification_count: 0, highlight_count: 0 },
+    };
+  }
+  return out;
+}

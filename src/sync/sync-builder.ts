@@ -1,0 +1,101 @@
+// One sync response for one range of the streams: rooms by membership, then the per-user
+// sections (presence, account data, to-device, device lists). A stream that did not move since
+// the token is not read at all.
+
+import type { Kysely } from 'kysely';
+import type { JsonObject } from '../protocol/json.js';
+import type { RoomReader } from '../rooms/reader.js';
+import type { Schema } from '../storage/schema.js';
+import type { AccountDataChanges } from '../users/account-data.js';
+import type { PresenceEvent } from '../users/presence.js';
+import type { ToDeviceBatch } from '../users/to-device.js';
+import { ephemeralEvents, type EphemeralSources } from './ephemeral.js';
+import { inviteSections, knockSections } from './invites.js';
+import { joinedRoomSections } from './joined-room.js';
+import { leftRoomSections } from './leaves.js';
+import { moved, projectFields, type SyncPass } from './pass.js';
+import { emptyResponse, type SyncResponse } from './response.js';
+import { planRooms, type MembershipCache } from './room-plans.js';
+import { encodeSyncToken, type StreamName } from './token.js';
+import type { IgnoredUsers } from './ignored-users.js';
+import type { SharedReads } from './shared-reads.js';
+import type { UnreadCounter } from './unread.js';
+
+/** The spec's recommended bound on to-device messages per response. */
+export const TO_DEVICE_LIMIT = 100;
+
+export interface SyncSources extends EphemeralSources {
+  readonly db: Kysely<Schema>;
+  readonly reader: RoomReader;
+  readonly unread: UnreadCounter;
+  readonly shared: SharedReads;
+  readonly memberships: MembershipCache;
+  readonly ignored: IgnoredUsers;
+  readonly accountData: { accountDataSince(userId: string, afterPosition: number): Promise<AccountDataChanges> };
+  readonly presence: { presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> };
+  readonly toDevice: {
+    toDeviceFor(userId: string, deviceId: string, afterPosition: number, limit?: number, upTo?: number): Promise<ToDeviceBatch>;
+  };
+}
+
+export interface BuiltSync {
+  readonly response: SyncResponse;
+  /** The positions next_batch names. */
+  readonly positions: Record<StreamName, number>;
+  /** The rooms the user is joined to (what a long-poll listens to besides the user). */
+  readonly joinedRoomIds: string[];
+}
+
+export async function buildSync(src: SyncSources, input: Omit<SyncPass, 'ignored'>): Promise<BuiltSync> {
+  const { db, reader } = src;
+  const userId = input.userId;
+  const since = input.since;
+  const positions: Record<StreamName, number> = { ...input.upTo };
+
+  // Account data first: it holds the ignore list the rest is read through.
+  const global: JsonObject[] = [];
+  const roomAccountData = new Map<string, JsonObject[]>();
+  const changes = moved(input, 'account_data') ? await src.accountData.accountDataSince(userId, since?.account_data ?? 0) : undefined;
+  const ignored = await src.ignored.of(userId, since?.account_data, input.upTo.account_data, changes);
+  const pass: SyncPass = { ...input, ignored: () => Promise.resolve(ignored) };
+  if (changes !== undefined) {
+    positions.account_data = Math.max(positions.account_data, changes.position);
+    for (const e of changes.global) if (pass.filter.accountData.matches({ type: e.type })) global.push({ type: e.type, content: e.content });
+    for (const [roomId, events] of changes.rooms) {
+      const kept = events.filter((e) => pass.filter.roomAccountData.matches({ type: e.type, room_id: roomId }));
+      if (kept.length > 0) roomAccountData.set(roomId, kept.map((e) => ({ type: e.type, content: e.content })));
+    }
+  }
+
+  const plans = await planRooms(db, reader, src.shared, pass, src.memberships);
+  const joinedRoomIds = [...plans.joined.keys()];
+  const ephemeral = await ephemeralEvents(src, pass, joinedRoomIds);
+  const joinedAccountData = new Map([...roomAccountData].filter(([roomId]) => plans.joined.has(roomId)));
+
+  const response = emptyResponse('');
+  response.rooms.join = await joinedRoomSections(src, pass, plans.joined, {
+    ephemeral: ephemeral.events,
+    ownReceipts: ephemeral.ownReceipts,
+    accountData: joinedAccountData,
+  });
+  response.rooms.invite = inviteSections(pass, plans.invites, ignored);
+  response.rooms.knock = knockSections(pass, plans.knocks);
+  response.rooms.leave = await leftRoomSections(db, reader, src.shared, pass, plans.leaves, roomAccountData);
+  response.account_data.events = global;
+
+  if (moved(pass, 'presence')) {
+    const events = await src.presence.presenceSince(userId, since?.presence ?? 0);
+    response.presence.events = events
+      .filter((e) => !ignored.has(e.sender) && pass.filter.presence.matches({ type: e.type, sender: e.sender }))
+      .map((e) => projectFields(pass, { type: e.type, sender: e.sender, content: { ...e.content } }));
+  }
+
+  if (pass.deviceId !== null && moved(pass, 'to_device')) {
+    const batch = await src.toDevice.toDeviceFor(userId, pass.deviceId, since?.to_device ?? 0, TO_DEVICE_LIMIT, pass.upTo.to_device);
+    positions.to_device = batch.position;
+    response.to_device.events = batch.events.map((e) => ({ sender: e.sender, type: e.type, content: e.content }));
+  }
+
+  response.next_batch = encodeSyncToken(positions);
+  return { response, positions, joinedRoomIds };
+}

@@ -1,0 +1,172 @@
+// Unread notification counts: the events others sent after the user's read receipt (or their
+// join, before any receipt), evaluated with the push rules; `notify` ones count, `highlight` ones
+// count as highlights too. Counts are kept per (user, room) between syncs, so a sync evaluates
+// only the events that arrived since the last count; a count never reads more than a bounded
+// number of events.
+
+import type { Kysely } from 'kysely';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { defaultPushRules, evaluatePushRules, type PushContext, type PushRuleSet } from '../protocol/push-rules/index.js';
+import type { RoomReader } from '../rooms/reader.js';
+import type { StoredEvent } from '../rooms/stored-event.js';
+import type { Schema } from '../storage/schema.js';
+import { ownReadPositions } from '../storage/sync/memberships.js';
+import type { UnreadNotificationCounts } from './response.js';
+import type { RoomFacts } from './summary.js';
+import type { LoadedTimeline } from './timeline.js';
+
+/** Events evaluated at most for one room in one sync. */
+export const MAX_EVALUATED = 100;
+/**
+ * Events read for counting at most in one sync, beyond those its timelines read anyway. A room
+ * past the budget is counted from what is at hand, and counted again (not kept) next time.
+ */
+export const READ_BUDGET = 2000;
+const CACHE_ENTRIES = 20_000;
+const READ_RECEIPTS = ['m.read', 'm.read.private'];
+
+export interface UnreadRoom {
+  readonly roomId: string;
+  readonly roomNid: number;
+  /** Where counting starts when the user has no receipt in the room (their membership's position). */
+  readonly joinedFrom: number;
+  readonly upTo: number;
+  /** Events already read for the timeline (they spare a read when they cover the unread range). */
+  readonly timeline: LoadedTimeline | undefined;
+}
+
+interface Counted {
+  /** The position the user's read receipt points at, if any. */
+  readonly receipt: number | undefined;
+  /** The receipts stream position `receipt` was read at. */
+  readonly receiptsAt: number;
+  /** Counting started after this position (the receipt or join). */
+  readonly base: number;
+  /** Counted up to and including this position. */
+  readonly upTo: number;
+  readonly notifications: number;
+  readonly highlights: number;
+}
+
+export class UnreadCounter {
+  private readonly counted = new Map<string, Counted>();
+  private readonly rules = new Map<string, PushRuleSet>();
+
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly reader: RoomReader,
+  ) {}
+
+  /**
+   * `receipts` says which receipts the pass saw: from `since` (undefined: an initial sync) up to
+   * `upTo` on the receipts stream, and the rooms where the user's own receipts moved in it.
+   */
+  async counts(
+    userId: string,
+    rooms: readonly UnreadRoom[],
+    facts: ReadonlyMap<string, RoomFacts>,
+    ignored: ReadonlySet<string>,
+    receipts: { readonly since: number | undefined; readonly upTo: number; readonly ownMoved: ReadonlySet<string> },
+  ): Promise<Map<string, UnreadNotificationCounts>> {
+    const out = new Map<string, UnreadNotificationCounts>();
+    if (rooms.length === 0) return out;
+    const key = (roomId: string) => `${userId}\u0000${roomId}`;
+    // The receipt read by an earlier count holds unless the user's receipts moved since.
+    const stillKnown = (roomId: string) => {
+      const known = this.counted.get(key(roomId));
+      return known !== undefined && receipts.since !== undefined && known.receiptsAt >= receipts.since && !receipts.ownMoved.has(roomId);
+    };
+    const toRead = rooms.filter((r) => !stillKnown(r.roomId)).map((r) => r.roomId);
+    const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPTS);
+    const unread = new Set(toRead);
+    let budget = READ_BUDGET;
+    for (const room of rooms) {
+      const known = this.counted.get(key(room.roomId));
+      const receipt = unread.has(room.roomId) ? read.get(room.roomId) : known?.receipt;
+      const base = Math.max(receipt ?? 0, room.joinedFrom);
+      const resume = known !== undefined && known.base === base && known.upTo <= room.upTo ? known : undefined;
+      const from = resume?.upTo ?? base;
+      let notifications = resume?.notifications ?? 0;
+      let highlights = resume?.highlights ?? 0;
+      let complete = true;
+      if (from < room.upTo) {
+        const at = this.eventsAtHand(room, from);
+        let events: StoredEvent[];
+        if (at !== undefined) events = at;
+        else if (budget > 0) {
+          events = await this.reader.roomEvents(room.roomNid, { after: from, upTo: room.upTo }, 'desc', Math.min(MAX_EVALUATED, budget));
+          budget -= events.length;
+        } else {
+          events = (room.timeline?.scanned ?? []).filter((e) => e.streamOrdering > from).slice(0, MAX_EVALUATED);
+          complete = false;
+        }
+        const context = await this.context(userId, facts.get(room.roomId), events);
+        const rules = this.rulesOf(userId);
+        for (const e of events) {
+          if (e.sender === userId || ignored.has(e.sender)) continue;
+          const result = evaluatePushRules(rules, { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) }, context(e.sender));
+          if (result?.notify === true) {
+            notifications++;
+            if (result.highlight) highlights++;
+          }
+        }
+      }
+      if (complete) this.remember(key(room.roomId), { receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights });
+      else this.counted.delete(key(room.roomId));
+      out.set(room.roomId, { notification_count: notifications, highlight_count: highlights });
+    }
+    return out;
+  }
+
+  /** The events of (from, upTo] (the newest MAX_EVALUATED), when the timeline read them all. */
+  private eventsAtHand(room: UnreadRoom, from: number): StoredEvent[] | undefined {
+    const t = room.timeline;
+    if (t === undefined || t.coveredAfter > from) return undefined;
+    return t.scanned.filter((e) => e.streamOrdering > from && e.streamOrdering <= room.upTo).slice(0, MAX_EVALUATED);
+  }
+
+  /** The push context per sender; power levels are read only when an event asks for them (@room). */
+  private async context(
+    userId: string,
+    facts: RoomFacts | undefined,
+    events: readonly StoredEvent[],
+  ): Promise<(sender: string) => PushContext> {
+    let powerLevels: JsonObject | undefined;
+    const wantsPower = events.some((e) => {
+      const mentions = e.pdu.content['m.mentions'];
+      return isJsonObject(mentions) && mentions['room'] === true;
+    });
+    if (wantsPower && facts?.snapshotNid !== undefined) {
+      const state = await this.reader.stateSubsetOfSnapshot(facts.snapshotNid, 'm.room.power_levels', ['']);
+      powerLevels = [...state.values()][0]?.pdu.content;
+    }
+    const users = isJsonObject(powerLevels?.['users']) ? (powerLevels['users'] as JsonObject) : {};
+    const usersDefault = typeof powerLevels?.['users_default'] === 'number' ? powerLevels['users_default'] : 0;
+    const notifications = isJsonObject(powerLevels?.['notifications']) ? (powerLevels['notifications'] as JsonObject) : undefined;
+    const members = facts?.joinedMembers ?? 0;
+    return (sender) => {
+      const level = users[sender];
+      return {
+        userId,
+        roomMemberCount: members,
+        senderPowerLevel: typeof level === 'number' ? level : usersDefault,
+        ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
+      };
+    };
+  }
+
+  private rulesOf(userId: string): PushRuleSet {
+    let rules = this.rules.get(userId);
+    if (rules === undefined) {
+      if (this.rules.size >= CACHE_ENTRIES) this.rules.clear();
+      this.rules.set(userId, (rules = defaultPushRules(userId)));
+    }
+    return rules;
+  }
+
+  private remember(key: string, value: Counted): void {
+    this.counted.delete(key);
+    this.counted.set(key, value);
+    if (this.counted.size > CACHE_ENTRIES) this.counted.delete(this.counted.keys().next().value as string);
+  }
+}

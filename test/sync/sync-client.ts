@@ -1,0 +1,91 @@
+// A small client for the sync tests: calls a running test server over HTTP as a user.
+
+import assert from 'node:assert/strict';
+import type { TestServer, TestUser } from '../support/server.js';
+
+/** Replies are read as untyped JSON: the tests assert on their shape. */
+export interface Reply {
+  readonly status: number;
+  readonly body: any;
+}
+
+export const enc = encodeURIComponent;
+
+export class Client {
+  constructor(
+    readonly hs: TestServer,
+    readonly user: TestUser,
+  ) {}
+
+  get userId(): string {
+    return this.user.userId;
+  }
+
+  async call(method: string, path: string, body?: unknown, init: { signal?: AbortSignal } = {}): Promise<Reply> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.user.accessToken}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const url = path.startsWith('/_') ? this.hs.baseUrl + path : `${this.hs.baseUrl}/_matrix/client/v3${path}`;
+    const res = await fetch(url, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      ...(init.signal !== undefined ? { signal: init.signal } : {}),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  /** A call that must succeed; returns its body. */
+  async ok(method: string, path: string, body?: unknown): Promise<any> {
+    const r = await this.call(method, path, body);
+    assert.equal(r.status, 200, `${method} ${path}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  /** GET /sync with the given query parameters; asserts 200. */
+  async sync(params: Record<string, string | number | boolean | object> = {}, init: { signal?: AbortSignal } = {}): Promise<any> {
+    const r = await this.syncRaw(params, init);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body;
+  }
+
+  async syncRaw(params: Record<string, string | number | boolean | object> = {}, init: { signal?: AbortSignal } = {}): Promise<Reply> {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) query.set(k, typeof v === 'object' ? JSON.stringify(v) : String(v));
+    const qs = query.toString();
+    return this.call('GET', `/sync${qs === '' ? '' : `?${qs}`}`, undefined, init);
+  }
+
+  async createRoom(body: object = {}): Promise<string> {
+    return (await this.ok('POST', '/createRoom', body)).room_id as string;
+  }
+
+  async send(roomId: string, content: object, type = 'm.room.message'): Promise<string> {
+    const txn = `t${Math.random().toString(36).slice(2)}`;
+    return (await this.ok('PUT', `/rooms/${enc(roomId)}/send/${enc(type)}/${txn}`, content)).event_id as string;
+  }
+
+  async text(roomId: string, body: string): Promise<string> {
+    return this.send(roomId, { msgtype: 'm.text', body });
+  }
+
+  async join(roomId: string): Promise<void> {
+    await this.ok('POST', `/join/${enc(roomId)}`, {});
+  }
+
+  async invite(roomId: string, userId: string): Promise<void> {
+    await this.ok('POST', `/rooms/${enc(roomId)}/invite`, { user_id: userId });
+  }
+
+  async leave(roomId: string): Promise<void> {
+    await this.ok('POST', `/rooms/${enc(roomId)}/leave`, {});
+  }
+}
+
+/** The timeline events of a joined room in a sync response (empty when the room is absent). */
+export function timelineOf(sync: any, roomId: string, section = 'join'): any[] {
+  return sync.rooms?.[section]?.[roomId]?.timeline?.events ?? [];
+}
+
+export function typesOf(events: readonly any[]): string[] {
+  return events.map((e) => e.type as string);
+}

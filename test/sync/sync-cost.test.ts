@@ -1,0 +1,88 @@
+// What a sync costs in statements, on SQLite and PostgreSQL: an incremental sync reads as much for
+// a user in 80 rooms as for one in 40 (it follows what changed, not the room list), and an
+// initial sync reads rooms in batches, not one by one.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../../src/storage/schema.js';
+import type { SyncRequest } from '../../src/sync/sync-service.js';
+import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+
+/** Counts the statements run through the database handle while `fn` runs. */
+async function statements(db: Kysely<Schema>, fn: () => Promise<unknown>): Promise<number> {
+  const executor = db.getExecutor() as unknown as { executeQuery: (...args: unknown[]) => Promise<unknown> };
+  const original = executor.executeQuery;
+  let n = 0;
+  executor.executeQuery = function (this: unknown, ...args: unknown[]) {
+    n++;
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    executor.executeQuery = original;
+  }
+  return n;
+}
+
+for (const { backend, skip } of await serverBackends()) {
+  describe(`sync cost on ${backend}`, { skip }, () => {
+    let hs: TestServer;
+    before(async () => {
+      hs = await startTestServer({ backend });
+    });
+    after(async () => {
+      await hs.close();
+    });
+
+    test('incremental syncs cost the same in 40 rooms as in 80; initial syncs read in batches', async () => {
+      const { rooms, sync } = hs.server.services;
+      const db = hs.server.core.db;
+      const heavy = await hs.registerUser('heavy', 'secret');
+      const other = await hs.registerUser('other', 'secret');
+      const actor = (u: typeof heavy) => ({ userId: u.userId, deviceId: u.deviceId });
+      const roomIds: string[] = [];
+      const addRooms = async (n: number) => {
+        for (let i = 0; i < n; i++) {
+          const { roomId } = await rooms.createRoom(actor(other), { preset: 'public_chat' });
+          await rooms.join(actor(heavy), roomId);
+          await rooms.sendMessage(actor(other), roomId, 'm.room.message', { msgtype: 'm.text', body: `hello ${i}` });
+          roomIds.push(roomId);
+        }
+      };
+      const req = (since?: string): SyncRequest => ({ userId: heavy.userId, deviceId: heavy.deviceId, setPresence: 'offline', ...(since !== undefined ? { since } : {}) });
+
+      /** Statements of an initial sync, and of incremental syncs with one new message each. */
+      const measure = async () => {
+        let token = '';
+        const initial = await statements(db, async () => {
+          token = (await sync.sync(req())).next_batch;
+        });
+        const incremental: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          await rooms.sendMessage(actor(other), roomIds[(i * 7) % roomIds.length]!, 'm.room.message', { msgtype: 'm.text', body: `news ${i}` });
+          incremental.push(
+            await statements(db, async () => {
+              const s = await sync.sync(req(token));
+              assert.equal(Object.keys(s.rooms.join).length, 1);
+              token = s.next_batch;
+            }),
+          );
+        }
+        const quiet = await statements(db, () => sync.sync(req(token)));
+        return { initial, incremental: Math.max(...incremental.slice(1)), quiet };
+      };
+
+      await addRooms(40);
+      const forty = await measure();
+      await addRooms(40);
+      const eighty = await measure();
+      assert.equal(eighty.incremental, forty.incremental, `incremental: ${JSON.stringify({ forty, eighty })}`);
+      assert.ok(eighty.incremental <= 5, `incremental: ${JSON.stringify({ forty, eighty })}`);
+      assert.ok(eighty.quiet <= 1, `nothing new: ${JSON.stringify({ forty, eighty })}`);
+      // Twice the rooms, a statement or two more (rooms are read 50 to a statement), not 40 more.
+      assert.ok(eighty.initial <= forty.initial + 4, `initial: ${JSON.stringify({ forty, eighty })}`);
+    });
+  });
+}
