@@ -23,12 +23,11 @@
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
+import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -182,101 +181,13 @@ function machineCpuMicros(): number {
   return busy * 10_000;
 }
 
-// ---- the client ----
-
-interface Reply {
-  readonly status: number;
-  readonly body: Record<string, unknown>;
-}
-
-type Call = (method: string, path: string, token: string | undefined, body?: unknown) => Promise<Reply>;
-
-function httpClient(baseUrl: string): Call {
-  const url = new URL(baseUrl);
-  const agent = new Agent({ keepAlive: true, maxSockets: LANES });
-  return (method, path, token, body) =>
-    new Promise<Reply>((done, fail) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers: Record<string, string | number> = {};
-      if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-      if (payload !== undefined) {
-        headers['content-type'] = 'application/json';
-        headers['content-length'] = Buffer.byteLength(payload);
-      }
-      const req = request({ host: url.hostname, port: url.port, method, path, agent, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => done({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
-        res.on('error', fail);
-      });
-      req.on('error', fail);
-      req.end(payload);
-    });
-}
-
-/**
- * A minimal HTTP/1.1 client over keep-alive sockets: writes the request in one piece and reads a
- * response with a content-length (all the server sends for these routes). It costs the bench
- * process about half what node:http does per request.
- */
-function rawClient(baseUrl: string): Call {
-  const url = new URL(baseUrl);
-  const port = Number(url.port);
-  const idle: Socket[] = [];
-  return (method, path, token, body) =>
-    new Promise<Reply>((done, fail) => {
-      const payload = body === undefined ? '' : JSON.stringify(body);
-      let head = `${method} ${path} HTTP/1.1\r\nhost: ${url.host}\r\n`;
-      if (token !== undefined) head += `authorization: Bearer ${token}\r\n`;
-      if (body !== undefined) head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n`;
-      const socket = idle.pop() ?? connect(port, url.hostname).setNoDelay(true);
-      let received: Buffer = Buffer.alloc(0);
-      const finish = (err: Error | undefined, reply?: Reply) => {
-        socket.off('data', onData);
-        socket.off('error', finish);
-        if (err !== undefined) {
-          socket.destroy();
-          fail(err);
-          return;
-        }
-        idle.push(socket);
-        done(reply!);
-      };
-      const onData = (chunk: Buffer) => {
-        received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
-        const end = received.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const headers = received.toString('latin1', 0, end);
-        const length = /\r\ncontent-length: *(\d+)/i.exec(headers);
-        if (length === null) return finish(new Error(`a response without content-length: ${headers}`));
-        const bodyEnd = end + 4 + Number(length[1]);
-        if (received.length < bodyEnd) return;
-        const status = Number(headers.slice(9, 12));
-        finish(undefined, { status, body: JSON.parse(received.toString('utf8', end + 4, bodyEnd)) as Record<string, unknown> });
-      };
-      socket.on('data', onData);
-      socket.on('error', finish);
-      socket.write(`${head}\r\n${payload}`);
-    });
-}
-
-function fetchClient(baseUrl: string): Call {
-  return async (method, path, token, body) => {
-    const headers: Record<string, string> = {};
-    if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-}
+// ---- the run ----
 
 async function ok(call: Promise<Reply>, what: string): Promise<Record<string, unknown>> {
   const r = await call;
   if (r.status !== 200) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
-
-// ---- the run ----
 
 interface Sender {
   readonly userId: string;
@@ -322,7 +233,7 @@ async function main(): Promise<void> {
   const server = await startServer(dataDir);
   const pid = server.child.pid!;
   try {
-    const call = { http: httpClient, fetch: fetchClient, raw: rawClient }[CLIENT](server.baseUrl);
+    const call = CLIENT === 'http' ? httpClient(server.baseUrl, LANES) : CLIENT === 'fetch' ? fetchClient(server.baseUrl) : rawClient(server.baseUrl);
     const senders: Sender[] = [];
     for (let i = 0; i < LANES; i++) senders.push(await register(call, `sender${i}`));
     const one = await publicRoom(call, senders);
@@ -370,9 +281,11 @@ async function main(): Promise<void> {
       };
     };
 
-    // Warm up: JIT on both sides, the rooms' heads, the token cache.
-    await run(LANES, 1000, (l) => ten[l]!);
-    await run(1, 500, () => one);
+    // Warm up: the rooms' heads, the token cache, and the JIT on both sides. A server that has
+    // been up a while has its send path optimized; fewer than a few thousand sends of each kind
+    // leave the first case measuring the compiler.
+    await run(LANES, 3000, (l) => ten[l]!);
+    await run(1, 3000, () => one);
 
     const cases: [string, () => Promise<Result>][] = [
       ['1 sender, 1 room', () => run(1, SENDS, () => one)],

@@ -2,7 +2,8 @@
 // event, the reference hash and the signatures cover its redacted form, and from room version 3
 // on the event id is derived from the reference hash.
 
-import { createHash, hash } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { decodeBase64Strict, encodeBase64, encodeBase64Url } from './base64.js';
 import { canonicalJson } from './canonical-json.js';
 import { HearthError } from './errors.js';
@@ -35,11 +36,12 @@ function canonicalWithout(event: object, omit: ReadonlySet<string>, strict: bool
   return canonicalJson(target, { strict });
 }
 
-// The one-shot digest skips the Hash object (Node 20.12 on); hashing runs several times per event.
-const oneShot = typeof hash === 'function';
+// The one-shot digest skips the Hash object; hashing runs several times per event. It came with
+// Node 20.12, so it is looked up rather than imported by name.
+const oneShotHash: typeof nodeCrypto.hash | undefined = nodeCrypto.hash;
 
 function sha256(text: string): Buffer {
-  return oneShot ? hash('sha256', text, 'buffer') : createHash('sha256').update(text, 'utf8').digest();
+  return oneShotHash !== undefined ? oneShotHash('sha256', text, 'buffer') : createHash('sha256').update(text, 'utf8').digest();
 }
 
 const CONTENT_HASH_OMIT: ReadonlySet<string> = new Set(['unsigned', 'signatures', 'hashes']);

@@ -80,6 +80,9 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   sqlite.pragma('foreign_keys = ON');
   // Checkpoint less often than every 1,000 pages: fewer fsyncs on a busy send path.
   sqlite.pragma('wal_autocheckpoint = 10000');
+  // A 4 MB page cache instead of better-sqlite3's 16 MB: the OS caches the file anyway, and the
+  // server's memory target is tight.
+  sqlite.pragma('cache_size = -4000');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
   return { db, dialect, close: () => db.destroy() };
 }

@@ -3,7 +3,8 @@
 // recently used first out); every change that revokes a token or changes what it grants drops the
 // user's cached entries.
 
-import { createHash, hash, randomBytes } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Requester } from '../http/route.js';
 
 const TOKEN_PREFIX = 'hth_';
@@ -12,11 +13,12 @@ export function newAccessToken(): string {
   return TOKEN_PREFIX + randomBytes(32).toString('base64url');
 }
 
-// Every request hashes its token: the one-shot digest (Node 20.12 on) skips the Hash object.
-const oneShot = typeof hash === 'function';
+// Every request hashes its token: the one-shot digest skips the Hash object. It came with Node
+// 20.12, so it is looked up rather than imported by name.
+const oneShotHash: typeof nodeCrypto.hash | undefined = nodeCrypto.hash;
 
 export function hashAccessToken(token: string): string {
-  return oneShot ? hash('sha256', token, 'hex') : createHash('sha256').update(token, 'utf8').digest('hex');
+  return oneShotHash !== undefined ? oneShotHash('sha256', token, 'hex') : createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
 export interface CachedToken {
