@@ -22,11 +22,12 @@
 // the server; `--server-log FILE` keeps its output.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
+import { distIsFresh, percentile, root, stopServer } from './support/server-child.js';
 import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
 
 const { values, positionals } = parseArgs({
@@ -51,23 +52,8 @@ const SERVER_LOG = values['server-log'] === undefined ? undefined : resolve(valu
 const SERVER_NAME = 'bench.test';
 const LANES = 10;
 
-const root = new URL('..', import.meta.url).pathname;
 
 // ---- the server child ----
-
-/** dist/ is fresh when every source file has a compiled file at least as new. */
-function distIsFresh(): boolean {
-  const src = join(root, 'src');
-  let any = false;
-  for (const entry of readdirSync(src, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
-    const file = join(entry.parentPath, entry.name);
-    const built = join(root, 'dist', relative(src, file).replace(/\.ts$/, '.js'));
-    if (!existsSync(built) || statSync(built).mtimeMs < statSync(file).mtimeMs) return false;
-    any = true;
-  }
-  return any;
-}
 
 /**
  * The server's entry script: dist/cli.js (what `npm start` runs), built first when older than the
@@ -151,14 +137,6 @@ async function startServer(dataDir: string): Promise<Server> {
   return { child, baseUrl, how: flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how };
 }
 
-function stopServer(child: ChildProcess): Promise<void> {
-  return new Promise((done) => {
-    if (child.exitCode !== null) return done();
-    child.once('exit', () => done());
-    child.kill('SIGTERM');
-  });
-}
-
 /** A /proc/<pid>/status field, in kB. */
 function procStatusKb(pid: number, field: string): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -222,10 +200,6 @@ interface Result {
   readonly clientCpuMicros: number;
   /** CPU used meanwhile by everything else on the machine, in CPUs (0.5: half of one). */
   readonly otherCpus: number;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 }
 
 async function main(): Promise<void> {

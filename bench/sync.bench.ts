@@ -14,13 +14,14 @@
 //     [--set-presence online|offline|unavailable] [--cpu-prof DIR]
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { stringify } from 'yaml';
+import { distIsFresh, percentile, root, stopServer } from './support/server-child.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,25 +36,10 @@ const { values } = parseArgs({
 const MESSAGES = Number(values.messages);
 const ROOMS = Number(values.rooms);
 const USERS = Number(values.users);
-const root = new URL('..', import.meta.url).pathname;
 /** Between one message reaching every poller and the next send. */
 const PAUSE_MS = 20;
 
 // ---- the server child ----
-
-/** dist/ is fresh when every source file has a compiled file at least as new. */
-function distIsFresh(): boolean {
-  const src = join(root, 'src');
-  let any = false;
-  for (const entry of readdirSync(src, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
-    const file = join(entry.parentPath, entry.name);
-    const built = join(root, 'dist', relative(src, file).replace(/\.ts$/, '.js'));
-    if (!existsSync(built) || statSync(built).mtimeMs < statSync(file).mtimeMs) return false;
-    any = true;
-  }
-  return any;
-}
 
 /** With --postgres (an admin URL): a fresh database for the run, dropped afterwards. */
 async function postgresDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -107,14 +93,6 @@ async function startServer(dataDir: string, connection: string): Promise<{ child
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
   });
   return { child, baseUrl, how: entry.length === 1 ? 'dist/cli.js' : 'src/cli.ts via tsx' };
-}
-
-function stopServer(child: ChildProcess): Promise<void> {
-  return new Promise((done) => {
-    if (child.exitCode !== null) return done();
-    child.once('exit', () => done());
-    child.kill('SIGTERM');
-  });
 }
 
 function peakRssMb(pid: number): number {
@@ -171,10 +149,6 @@ async function register(username: string): Promise<User> {
 
 const sync = (u: User, query: string) => ok('GET', `/sync?${query}`, u.token);
 const enc = encodeURIComponent;
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const start = performance.now();
