@@ -33,6 +33,7 @@ import { AccountDataService } from './users/account-data.js';
 import { FilterService } from './users/filters.js';
 import { PresenceService } from './users/presence.js';
 import { ProfileService } from './users/profiles.js';
+import { PushRuleService } from './users/push-rules.js';
 import { ReceiptService } from './users/receipts.js';
 import { ToDeviceService } from './users/to-device.js';
 import { TypingService } from './users/typing.js';
@@ -161,6 +162,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   const roomService = rooms;
   presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });
   const accountData = new AccountDataService({ db, notifier });
+  const pushRules = new PushRuleService({ accountData });
   const filters = new FilterService({ db });
   const typing = new TypingService({ notifier, isJoined });
   const receipts = new ReceiptService({
@@ -191,7 +193,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
   });
   presence.start();
-  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, filters, typing, receipts, toDevice, presence });
+  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence });
 
   const parts: ServerPart[] = [
     {
@@ -214,7 +216,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     { name: 'rooms', routes: roomRoutes({ rooms: roomService }) },
     {
       name: 'user-data',
-      routes: userDataRoutes({ profiles, accountData, filters, typing, receipts, toDevice, presence, userDirectory }),
+      routes: userDataRoutes({ profiles, accountData, filters, typing, receipts, toDevice, presence, userDirectory, pushRules }),
       close: () => {
         typing.close();
         presence?.close();

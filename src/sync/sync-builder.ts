@@ -19,7 +19,7 @@ import { planRooms, type MembershipCache } from './room-plans.js';
 import { encodeSyncToken, type StreamName } from './token.js';
 import type { IgnoredUsers } from './ignored-users.js';
 import type { SharedReads } from './shared-reads.js';
-import type { UnreadCounter } from './unread.js';
+import type { PushRuleSource, UnreadCounter } from './unread.js';
 
 /** The spec's recommended bound on to-device messages per response. */
 export const TO_DEVICE_LIMIT = 100;
@@ -31,7 +31,9 @@ export interface SyncSources extends EphemeralSources {
   readonly shared: SharedReads;
   readonly memberships: MembershipCache;
   readonly ignored: IgnoredUsers;
-  readonly accountData: { accountDataSince(userId: string, afterPosition: number): Promise<AccountDataChanges> };
+  readonly accountData: { accountDataSince(userId: string, afterPosition: number, options?: { initial?: boolean }): Promise<AccountDataChanges> };
+  /** The users' own push rules, for unread counts (default: the server-default rules only). */
+  readonly pushRules?: PushRuleSource;
   readonly presence: { presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> };
   readonly toDevice: {
     toDeviceFor(userId: string, deviceId: string, afterPosition: number, limit?: number, upTo?: number): Promise<ToDeviceBatch>;
@@ -55,7 +57,7 @@ export async function buildSync(src: SyncSources, input: Omit<SyncPass, 'ignored
   // Account data first: it holds the ignore list the rest is read through.
   const global: JsonObject[] = [];
   const roomAccountData = new Map<string, JsonObject[]>();
-  const changes = moved(input, 'account_data') ? await src.accountData.accountDataSince(userId, since?.account_data ?? 0) : undefined;
+  const changes = moved(input, 'account_data') ? await src.accountData.accountDataSince(userId, since?.account_data ?? 0, { initial: since === undefined }) : undefined;
   const ignored = await src.ignored.of(userId, since?.account_data, input.upTo.account_data, changes);
   const pass: SyncPass = { ...input, ignored: () => Promise.resolve(ignored) };
   if (changes !== undefined) {

@@ -1,8 +1,8 @@
 // Unread notification counts: the events others sent after the user's read receipt (or their
-// join, before any receipt), evaluated with the push rules; `notify` ones count, `highlight` ones
-// count as highlights too. Counts are kept per (user, room) between syncs, so a sync evaluates
-// only the events that arrived since the last count; a count never reads more than a bounded
-// number of events.
+// join, before any receipt), evaluated with the user's push rules; `notify` ones count,
+// `highlight` ones count as highlights too. Counts are kept per (user, room) between syncs, so a
+// sync evaluates only the events that arrived since the last count; a count kept under rules the
+// user has since changed is started over. A count never reads more than a bounded number of events.
 
 import type { Kysely } from 'kysely';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
@@ -14,6 +14,26 @@ import { ownReadPositions } from '../storage/sync/memberships.js';
 import type { UnreadNotificationCounts } from './response.js';
 import type { RoomFacts } from './summary.js';
 import type { LoadedTimeline } from './timeline.js';
+
+/** A user's effective push rules; the same object for as long as they do not change. */
+export interface PushRuleSource {
+  rulesOf(userId: string): Promise<PushRuleSet>;
+}
+
+/** Only the server-default rules, for counters built without the users' own rules. */
+export function defaultRulesOnly(): PushRuleSource {
+  const known = new Map<string, PushRuleSet>();
+  return {
+    rulesOf: async (userId) => {
+      let rules = known.get(userId);
+      if (rules === undefined) {
+        if (known.size >= CACHE_ENTRIES) known.clear();
+        known.set(userId, (rules = defaultPushRules(userId)));
+      }
+      return rules;
+    },
+  };
+}
 
 /** Events evaluated at most for one room in one sync. */
 export const MAX_EVALUATED = 100;
@@ -36,6 +56,8 @@ export interface UnreadRoom {
 }
 
 interface Counted {
+  /** The rule set the count was made with. */
+  readonly rules: PushRuleSet;
   /** The position the user's read receipt points at, if any. */
   readonly receipt: number | undefined;
   /** The receipts stream position `receipt` was read at. */
@@ -50,11 +72,11 @@ interface Counted {
 
 export class UnreadCounter {
   private readonly counted = new Map<string, Counted>();
-  private readonly rules = new Map<string, PushRuleSet>();
 
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly reader: RoomReader,
+    private readonly pushRules: PushRuleSource = defaultRulesOnly(),
   ) {}
 
   /**
@@ -79,12 +101,13 @@ export class UnreadCounter {
     const toRead = rooms.filter((r) => !stillKnown(r.roomId)).map((r) => r.roomId);
     const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPTS);
     const unread = new Set(toRead);
+    const rules = await this.pushRules.rulesOf(userId);
     let budget = READ_BUDGET;
     for (const room of rooms) {
       const known = this.counted.get(key(room.roomId));
       const receipt = unread.has(room.roomId) ? read.get(room.roomId) : known?.receipt;
       const base = Math.max(receipt ?? 0, room.joinedFrom);
-      const resume = known !== undefined && known.base === base && known.upTo <= room.upTo ? known : undefined;
+      const resume = known !== undefined && known.rules === rules && known.base === base && known.upTo <= room.upTo ? known : undefined;
       const from = resume?.upTo ?? base;
       let notifications = resume?.notifications ?? 0;
       let highlights = resume?.highlights ?? 0;
@@ -101,7 +124,6 @@ export class UnreadCounter {
           complete = false;
         }
         const context = await this.context(userId, facts.get(room.roomId), events);
-        const rules = this.rulesOf(userId);
         for (const e of events) {
           if (e.sender === userId || ignored.has(e.sender)) continue;
           const result = evaluatePushRules(rules, { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) }, context(e.sender));
@@ -111,7 +133,7 @@ export class UnreadCounter {
           }
         }
       }
-      if (complete) this.remember(key(room.roomId), { receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights });
+      if (complete) this.remember(key(room.roomId), { rules, receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights });
       else this.counted.delete(key(room.roomId));
       out.set(room.roomId, { notification_count: notifications, highlight_count: highlights });
     }
@@ -153,15 +175,6 @@ export class UnreadCounter {
         ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
       };
     };
-  }
-
-  private rulesOf(userId: string): PushRuleSet {
-    let rules = this.rules.get(userId);
-    if (rules === undefined) {
-      if (this.rules.size >= CACHE_ENTRIES) this.rules.clear();
-      this.rules.set(userId, (rules = defaultPushRules(userId)));
-    }
-    return rules;
   }
 
   private remember(key: string, value: Counted): void {

@@ -1,6 +1,7 @@
 // Account data, global and per room, on the account_data stream: what clients store for
 // themselves (m.direct, im.ponies.user_emotes, anything), room tags (m.tag) and the ignore list
-// (m.ignored_user_list). The server-managed types m.fully_read and m.push_rules cannot be set here.
+// (m.ignored_user_list). The server-managed types m.fully_read and m.push_rules cannot be set here;
+// m.push_rules is stored in a compact form (push-rules.ts) and always read merged with the defaults.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -15,6 +16,7 @@ import {
   upsertAccountData,
 } from '../storage/user-data/account-data.js';
 import type { Notifier } from '../sync/notifier.js';
+import { PUSH_RULES_TYPE, pushRulesContent } from './push-rules.js';
 
 export const TAG_TYPE = 'm.tag';
 export const IGNORED_USERS_TYPE = 'm.ignored_user_list';
@@ -22,7 +24,7 @@ export const FULLY_READ_TYPE = 'm.fully_read';
 /** Types only the server writes (client-server API, "Client Config", server behaviour). */
 const SERVER_MANAGED: Readonly<Record<string, string>> = {
   [FULLY_READ_TYPE]: 'Cannot set m.fully_read through this API. Use /rooms/{roomId}/read_markers',
-  'm.push_rules': 'Cannot set m.push_rules through this API. Use /pushrules',
+  [PUSH_RULES_TYPE]: 'Cannot set m.push_rules through this API. Use /pushrules',
 };
 const MAX_TYPE_LENGTH = 255;
 const MAX_TAG_LENGTH = 255;
@@ -83,6 +85,8 @@ export class AccountDataService {
 
   async getGlobal(requesterId: string, userId: string, type: string): Promise<JsonObject> {
     requireSelf(requesterId, userId, 'get');
+    // Every user has push rules, the defaults at least.
+    if (type === PUSH_RULES_TYPE) return pushRulesContent(userId, await selectAccountData(this.deps.db, userId, GLOBAL_ROOM, type));
     return this.require(userId, GLOBAL_ROOM, type);
   }
 
@@ -137,26 +141,34 @@ export class AccountDataService {
     return new Set(isJsonObject(ignored) ? Object.keys(ignored) : []);
   }
 
-  /** Account data written after `afterPosition` (all of it for 0), latest content per item. */
-  async accountDataSince(userId: string, afterPosition: number): Promise<AccountDataChanges> {
+  /**
+   * Account data written after `afterPosition` (all of it for 0), latest content per item.
+   * `initial` (an initial sync) adds m.push_rules when the user never changed their rules, as
+   * clients expect it there.
+   */
+  async accountDataSince(userId: string, afterPosition: number, options: { initial?: boolean } = {}): Promise<AccountDataChanges> {
     const rows = await selectAccountDataSince(this.deps.db, userId, afterPosition);
     const global: AccountDataEvent[] = [];
     const rooms = new Map<string, AccountDataEvent[]>();
     let position = afterPosition;
     for (const r of rows) {
       position = Math.max(position, r.position);
-      const event = { type: r.type, content: r.content };
-      if (r.roomId === GLOBAL_ROOM) global.push(event);
-      else {
+      if (r.roomId === GLOBAL_ROOM) {
+        global.push({ type: r.type, content: r.type === PUSH_RULES_TYPE ? pushRulesContent(userId, r.content) : r.content });
+      } else {
+        const event = { type: r.type, content: r.content };
         let list = rooms.get(r.roomId);
         if (!list) rooms.set(r.roomId, (list = []));
         list.push(event);
       }
     }
+    if (options.initial === true && !global.some((e) => e.type === PUSH_RULES_TYPE)) {
+      global.push({ type: PUSH_RULES_TYPE, content: pushRulesContent(userId, undefined) });
+    }
     return { global, rooms, position };
   }
 
-  /** One item, or undefined ('' room for global). */
+  /** One item as stored, or undefined ('' room for global). */
   async get(userId: string, roomId: string, type: string): Promise<JsonObject | undefined> {
     return selectAccountData(this.deps.db, userId, roomId, type);
   }
@@ -175,31 +187,42 @@ export class AccountDataService {
     return position;
   }
 
+  /**
+   * Read-modify-write of one item, for data the server manages. `edit` gets the stored content
+   * (undefined when none) and returns the new content, or undefined to write nothing; what it
+   * throws aborts the change. The position is allocated first: that locks the stream's row until
+   * commit, so concurrent edits apply one after the other. Returns the position written, if any.
+   */
+  async update(
+    userId: string,
+    roomId: string,
+    type: string,
+    edit: (content: JsonObject | undefined) => JsonObject | undefined,
+  ): Promise<number | undefined> {
+    const position = await this.deps.db.transaction().execute(async (trx) => {
+      const p = await allocateStreamPosition(trx, 'account_data');
+      const next = edit(await selectAccountData(trx, userId, roomId, type));
+      if (next === undefined) return undefined;
+      await upsertAccountData(trx, userId, roomId, type, next, p);
+      return p;
+    });
+    // Writing nothing leaves a gap in the stream, which is harmless.
+    if (position !== undefined) this.deps.notifier.notify({ stream: 'account_data', position, userIds: [userId] });
+    return position;
+  }
+
   private async require(userId: string, roomId: string, type: string): Promise<JsonObject> {
     const content = await selectAccountData(this.deps.db, userId, roomId, type);
     if (content === undefined) throw HearthError.notFound('Account data not found.');
     return content;
   }
 
-  /**
-   * Read-modify-write of the room's m.tag. The position is allocated first: that locks the
-   * stream's row until commit, so concurrent tag edits apply one after the other.
-   */
-  private async updateTags(
-    userId: string,
-    roomId: string,
-    edit: (tags: JsonObject) => boolean,
-  ): Promise<number | undefined> {
-    const position = await this.deps.db.transaction().execute(async (trx) => {
-      const p = await allocateStreamPosition(trx, 'account_data');
-      const content = (await selectAccountData(trx, userId, roomId, TAG_TYPE)) ?? {};
+  /** Read-modify-write of the room's m.tag; `edit` returns false when it changed nothing. */
+  private updateTags(userId: string, roomId: string, edit: (tags: JsonObject) => boolean): Promise<number | undefined> {
+    return this.update(userId, roomId, TAG_TYPE, (stored) => {
+      const content = stored ?? {};
       const tags = isJsonObject(content['tags']) ? { ...content['tags'] } : {};
-      if (!edit(tags)) return undefined;
-      await upsertAccountData(trx, userId, roomId, TAG_TYPE, { ...content, tags }, p);
-      return p;
+      return edit(tags) ? { ...content, tags } : undefined;
     });
-    // Deleting an absent tag writes nothing; the position it consumed is a harmless gap.
-    if (position !== undefined) this.deps.notifier.notify({ stream: 'account_data', position, userIds: [userId] });
-    return position;
   }
 }

@@ -14,6 +14,7 @@ import { AccountService } from '../../src/users/accounts.js';
 import { FilterService } from '../../src/users/filters.js';
 import { PresenceService } from '../../src/users/presence.js';
 import { ProfileService, type Profile } from '../../src/users/profiles.js';
+import { PushRuleService } from '../../src/users/push-rules.js';
 import { ReceiptService } from '../../src/users/receipts.js';
 import { ToDeviceService } from '../../src/users/to-device.js';
 import { TypingService } from '../../src/users/typing.js';
@@ -88,6 +89,7 @@ export async function startUserDataServer(create: () => Promise<TestDatabase>): 
     toDevice: new ToDeviceService({ db, notifier, serverName: SERVER }),
     presence,
     userDirectory: new UserDirectoryService({ db, usersSharingRooms: rooms.usersSharingRooms, usersInPublicRooms: rooms.usersInPublicRooms }),
+    pushRules: new PushRuleService({ accountData }),
   };
   const app = buildHttpApp(userDataRoutes(services), { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });

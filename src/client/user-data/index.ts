@@ -6,6 +6,7 @@ import type { AccountDataService } from '../../users/account-data.js';
 import type { FilterService } from '../../users/filters.js';
 import type { PresenceService } from '../../users/presence.js';
 import type { ProfileService } from '../../users/profiles.js';
+import type { PushRuleService } from '../../users/push-rules.js';
 import type { ReceiptService } from '../../users/receipts.js';
 import type { ToDeviceService } from '../../users/to-device.js';
 import type { TypingService } from '../../users/typing.js';
@@ -31,6 +32,7 @@ export interface UserDataServices {
   readonly toDevice: ToDeviceService;
   readonly presence: PresenceService;
   readonly userDirectory: UserDirectoryService;
+  readonly pushRules: PushRuleService;
 }
 
 export function userDataRoutes(services: UserDataServices): RouteDef[] {
@@ -43,6 +45,6 @@ export function userDataRoutes(services: UserDataServices): RouteDef[] {
     ...toDeviceRoutes(services),
     ...presenceRoutes(services),
     ...userDirectoryRoutes(services),
-    ...pushRuleRoutes(),
+    ...pushRuleRoutes(services),
   ];
 }

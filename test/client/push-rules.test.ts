@@ -1,0 +1,250 @@
+// The push rules API over real HTTP, on SQLite and PostgreSQL: every endpoint and error, ordering
+// with before/after, changes to default rules, the m.push_rules account data in /sync, and the
+// user's own rules deciding the unread notification counts /sync reports.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { Client, enc, type Reply } from '../sync/sync-client.js';
+
+const RULES = '/pushrules/global';
+
+function expectError(r: Reply, status: number, errcode: string): void {
+  assert.equal(r.status, status, JSON.stringify(r.body));
+  assert.equal(r.body.errcode, errcode, JSON.stringify(r.body));
+  assert.equal(typeof r.body.error, 'string');
+}
+
+const userRuleIds = (rules: any[]) => rules.filter((r) => !r.default).map((r) => r.rule_id);
+const pushRulesIn = (sync: any) => sync.account_data.events.filter((e: any) => e.type === 'm.push_rules');
+
+for (const { backend, skip } of await serverBackends()) {
+  describe(`push rules over HTTP on ${backend}`, { skip }, () => {
+    let hs: TestServer;
+    let n = 0;
+    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
+
+    before(async () => {
+      hs = await startTestServer({ backend });
+    });
+    after(async () => {
+      await hs.close();
+    });
+
+    test('GET /pushrules/, /pushrules/global/ and /pushrules serve the defaults under r0 and v3', async () => {
+      const alice = await user('alice');
+      const all = await alice.ok('GET', '/pushrules/');
+      for (const kind of ['override', 'content', 'room', 'sender', 'underride']) assert.ok(Array.isArray(all.global[kind]), kind);
+      assert.equal(all.global.override[0].rule_id, '.m.rule.master');
+      assert.deepEqual(await alice.ok('GET', '/pushrules'), all);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/`), all.global);
+      assert.deepEqual(await alice.ok('GET', `/_matrix/client/r0${RULES}/`), all.global);
+      assert.deepEqual(await alice.ok('GET', `/_chat/client/v3${RULES}/underride/.m.rule.message`), {
+        rule_id: '.m.rule.message',
+        default: true,
+        enabled: true,
+        conditions: [{ kind: 'event_match', key: 'type', pattern: 'm.room.message' }],
+        actions: ['notify'],
+      });
+      const anonymous = await fetch(`${hs.baseUrl}/_matrix/client/v3/pushrules/`);
+      assert.equal(anonymous.status, 401);
+    });
+
+    test('PUT, GET and DELETE a rule; before/after order rules of a kind', async () => {
+      const alice = await user('alice');
+      const put = (kind: string, id: string, body: object, query = '') => alice.call('PUT', `${RULES}/${kind}/${enc(id)}${query}`, body);
+      // The specification's examples.
+      assert.equal((await put('room', '!dj234r78wl45Gh4D:matrix.org', { actions: [] })).status, 200);
+      assert.equal((await put('sender', '@spambot:matrix.org', { actions: [] })).status, 200);
+      assert.equal((await put('content', 'SSByZWFsbHkgbGlrZSBjYWtl', { pattern: 'cake', actions: ['notify', { set_tweak: 'sound', value: 'cakealarm.wav' }] })).status, 200);
+      assert.equal((await put('content', 'U3BvbmdlIGNha2UgaXMgYmVzdA', { pattern: 'cake*lie', actions: ['notify'] }, '?before=SSByZWFsbHkgbGlrZSBjYWtl')).status, 200);
+      const beer = {
+        conditions: [
+          { kind: 'event_match', key: 'content.body', pattern: 'beer' },
+          { kind: 'room_member_count', is: '<=10' },
+        ],
+        actions: ['notify', { set_tweak: 'sound', value: 'beeroclock.wav' }],
+      };
+      assert.equal((await put('override', 'U2VlIHlvdSBpbiBUaGUgRHVrZQ', beer)).status, 200);
+
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/U2VlIHlvdSBpbiBUaGUgRHVrZQ`), { rule_id: 'U2VlIHlvdSBpbiBUaGUgRHVrZQ', default: false, enabled: true, ...beer });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/room/${enc('!dj234r78wl45Gh4D:matrix.org')}`), { rule_id: '!dj234r78wl45Gh4D:matrix.org', default: false, enabled: true, actions: [] });
+      const all = (await alice.ok('GET', `${RULES}/`)) as any;
+      assert.deepEqual(userRuleIds(all.content), ['U3BvbmdlIGNha2UgaXMgYmVzdA', 'SSByZWFsbHkgbGlrZSBjYWtl']);
+      assert.deepEqual(all.override.slice(0, 2).map((r: any) => r.rule_id), ['.m.rule.master', 'U2VlIHlvdSBpbiBUaGUgRHVrZQ']);
+      assert.deepEqual(userRuleIds(all.sender), ['@spambot:matrix.org']);
+
+      // after= puts the rule next below; without either a new rule goes first.
+      for (const [id, query] of [['c', ''], ['a', ''], ['b', '?after=a'], ['z', '?after=c'], ['top', '?before=a']] as const) {
+        assert.equal((await put('underride', id, { actions: ['notify'], conditions: [] }, query)).status, 200);
+      }
+      assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).underride), ['top', 'a', 'b', 'c', 'z']);
+      // Both: before wins. An update moves the rule to where it is asked.
+      assert.equal((await put('underride', 'z', { actions: [] }, '?before=a&after=c')).status, 200);
+      assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).underride), ['top', 'z', 'a', 'b', 'c']);
+      // User underride rules come before the default underride rules.
+      const underride = (await alice.ok('GET', `${RULES}/`)).underride as any[];
+      assert.deepEqual(underride.slice(5).map((r) => r.default), underride.slice(5).map(() => true));
+
+      assert.deepEqual(await alice.ok('DELETE', `${RULES}/underride/z`), {});
+      expectError(await alice.call('GET', `${RULES}/underride/z`), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('DELETE', `${RULES}/underride/z`), 404, 'M_NOT_FOUND');
+      assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).underride), ['top', 'a', 'b', 'c']);
+      // Another user's rules are their own.
+      const bob = await user('bob');
+      assert.deepEqual(userRuleIds((await bob.ok('GET', `${RULES}/`)).underride), []);
+    });
+
+    test('enabled and actions: of user rules and of default rules', async () => {
+      const alice = await user('alice');
+      await alice.ok('PUT', `${RULES}/content/pizza`, { pattern: 'pizza', actions: ['notify'] });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: true });
+      assert.deepEqual(await alice.ok('PUT', `${RULES}/content/pizza/enabled`, { enabled: false }), {});
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: false });
+      // Some clients send a bare boolean.
+      await alice.ok('PUT', `${RULES}/content/pizza/enabled`, true);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: true });
+      await alice.ok('PUT', `${RULES}/content/pizza/actions`, { actions: ['notify', { set_tweak: 'highlight' }] });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/actions`), { actions: ['notify', { set_tweak: 'highlight' }] });
+
+      await alice.ok('PUT', `${RULES}/override/.m.rule.master/enabled`, { enabled: true });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/.m.rule.master/enabled`), { enabled: true });
+      await alice.ok('PUT', `${RULES}/underride/.m.rule.message/actions`, { actions: [] });
+      const message = await alice.ok('GET', `${RULES}/underride/.m.rule.message`);
+      assert.deepEqual(message.actions, []);
+      assert.equal(message.default, true);
+      await alice.ok('PUT', `${RULES}/override/.m.rule.master/enabled`, { enabled: false });
+      assert.equal((await alice.ok('GET', '/pushrules/')).global.override[0].enabled, false);
+
+      expectError(await alice.call('GET', `${RULES}/content/nope/enabled`), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('PUT', `${RULES}/content/nope/enabled`, { enabled: true }), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('GET', `${RULES}/content/nope/actions`), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('PUT', `${RULES}/content/nope/actions`, { actions: [] }), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('PUT', `${RULES}/override/.m.rule.nope/enabled`, { enabled: true }), 404, 'M_NOT_FOUND');
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/enabled`, { enabled: 1 }), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/enabled`, {}), 400, 'M_MISSING_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/enabled`, [true]), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/actions`, { actions: ['notify', 'bell'] }), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/actions`, {}), 400, 'M_MISSING_PARAM');
+    });
+
+    test('errors: scope, kind, reserved and malformed ids, bodies, before/after', async () => {
+      const alice = await user('alice');
+      await alice.ok('PUT', `${RULES}/override/anchor`, { actions: [], conditions: [] });
+      const ok = { actions: ['notify'], conditions: [] };
+      // Scope: Synapse's answer, 400 M_UNRECOGNIZED; kind: 400 M_INVALID_PARAM.
+      expectError(await alice.call('GET', '/pushrules/device/'), 400, 'M_UNRECOGNIZED');
+      expectError(await alice.call('GET', '/pushrules/device/override/anchor'), 400, 'M_UNRECOGNIZED');
+      expectError(await alice.call('PUT', '/pushrules/device/override/x', ok), 400, 'M_UNRECOGNIZED');
+      expectError(await alice.call('DELETE', '/pushrules/device/override/anchor'), 400, 'M_UNRECOGNIZED');
+      expectError(await alice.call('PUT', '/pushrules/device/override/anchor/enabled', { enabled: false }), 400, 'M_UNRECOGNIZED');
+      expectError(await alice.call('GET', `${RULES}/overide/anchor`), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/overide/x`, ok), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/overide/anchor/actions`, { actions: [] }), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('GET', `${RULES}/override/missing`), 404, 'M_NOT_FOUND');
+      // Server-default ids are reserved; defaults cannot be deleted.
+      expectError(await alice.call('PUT', `${RULES}/override/.m.rule.master`, ok), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/override/.custom`, ok), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('DELETE', `${RULES}/override/.m.rule.master`), 404, 'M_NOT_FOUND');
+      // Slashes and backslashes, percent-encoded in the path.
+      expectError(await alice.call('PUT', `${RULES}/override/a%2Fb`, ok), 400, 'M_INVALID_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/override/a%5Cb`, ok), 400, 'M_INVALID_PARAM');
+      // Bodies.
+      expectError(await alice.call('PUT', `${RULES}/override/x`, { conditions: [] }), 400, 'M_MISSING_PARAM');
+      expectError(await alice.call('PUT', `${RULES}/override/x`, { actions: 'notify', conditions: [] }), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/override/x`, { actions: [], conditions: [{ key: 'type', pattern: 'x' }] }), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/override/x`, { actions: [], conditions: 'type' }), 400, 'M_BAD_JSON');
+      expectError(await alice.call('PUT', `${RULES}/content/x`, { actions: [] }), 400, 'M_MISSING_PARAM');
+      const malformed = await fetch(`${hs.baseUrl}/_matrix/client/v3${RULES}/override/x`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${alice.user.accessToken}`, 'content-type': 'application/json' },
+        body: '{"actions": [',
+      });
+      assert.equal(malformed.status, 400);
+      assert.equal(((await malformed.json()) as any).errcode, 'M_NOT_JSON');
+      // before/after must name a user rule of the same kind (the specification's 400 M_UNKNOWN).
+      expectError(await alice.call('PUT', `${RULES}/override/x?before=missing`, ok), 400, 'M_UNKNOWN');
+      expectError(await alice.call('PUT', `${RULES}/override/x?after=.m.rule.master`, ok), 400, 'M_UNKNOWN');
+      expectError(await alice.call('PUT', `${RULES}/underride/x?after=anchor`, ok), 400, 'M_UNKNOWN');
+      expectError(await alice.call('PUT', `${RULES}/override/x?before=anchor&before=anchor`, ok), 400, 'M_INVALID_PARAM');
+      // None of it was stored.
+      assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).override), ['anchor']);
+      assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).underride), []);
+    });
+
+    test('sync: m.push_rules in the initial account data, and again after each change', async () => {
+      const alice = await user('alice');
+      const initial = await alice.sync();
+      const [rules] = pushRulesIn(initial);
+      assert.deepEqual(rules?.content, await alice.ok('GET', '/pushrules/'), 'the defaults, though never changed');
+      assert.deepEqual(await alice.ok('GET', `/user/${enc(alice.userId)}/account_data/m.push_rules`), rules.content);
+
+      await alice.ok('PUT', `${RULES}/content/pizza`, { pattern: 'pizza', actions: ['notify', { set_tweak: 'highlight' }] });
+      const s1 = await alice.sync({ since: initial.next_batch });
+      const changed = pushRulesIn(s1);
+      assert.equal(changed.length, 1);
+      assert.deepEqual(changed[0].content, await alice.ok('GET', '/pushrules/'));
+      assert.deepEqual(userRuleIds(changed[0].content.global.content), ['pizza']);
+      assert.ok(changed[0].content.global.underride.some((r: any) => r.rule_id === '.m.rule.message'), 'merged with the defaults');
+      const s2 = await alice.sync({ since: s1.next_batch });
+      assert.deepEqual(pushRulesIn(s2), [], 'once');
+
+      await alice.ok('PUT', `${RULES}/underride/.m.rule.message/enabled`, { enabled: false });
+      const s3 = await alice.sync({ since: s2.next_batch });
+      assert.equal(pushRulesIn(s3)[0]?.content.global.underride.find((r: any) => r.rule_id === '.m.rule.message').enabled, false);
+      // A long-poll wakes for it.
+      const waiting = alice.sync({ since: s3.next_batch, timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 50));
+      await alice.ok('DELETE', `${RULES}/content/pizza`);
+      assert.deepEqual(userRuleIds(pushRulesIn(await waiting)[0]?.content.global.content ?? [{}]), []);
+      // Still not writable as account data.
+      expectError(await alice.call('PUT', `/user/${enc(alice.userId)}/account_data/m.push_rules`, { global: {} }), 405, 'M_BAD_JSON');
+    });
+
+    test("unread_notifications in /sync follow the user's own rules", async () => {
+      const alice = await user('alice');
+      const bob = await user('bob');
+      const carol = await user('carol');
+      // Three members, so that plain messages notify through .m.rule.message.
+      const roomId = await alice.createRoom({ preset: 'public_chat' });
+      await bob.join(roomId);
+      await carol.join(roomId);
+      let since = (await bob.sync()).next_batch;
+      const unread = async () => {
+        const s = await bob.sync({ since });
+        since = s.next_batch;
+        return s.rooms.join[roomId]?.unread_notifications;
+      };
+
+      await alice.text(roomId, 'hello');
+      assert.deepEqual(await unread(), { notification_count: 1, highlight_count: 0 });
+      await alice.text(roomId, 'pizza time');
+      assert.deepEqual(await unread(), { notification_count: 2, highlight_count: 0 }, 'no highlight without a rule');
+
+      // A content rule: "pizza" highlights. Counts are made again under the new rules.
+      await bob.ok('PUT', `${RULES}/content/pizza`, { pattern: 'pizza', actions: ['notify', { set_tweak: 'highlight' }] });
+      await alice.text(roomId, 'PIZZA again');
+      assert.deepEqual(await unread(), { notification_count: 3, highlight_count: 2 });
+
+      // .m.rule.message disabled: only the content rule notifies.
+      await bob.ok('PUT', `${RULES}/underride/.m.rule.message/enabled`, { enabled: false });
+      await alice.text(roomId, 'just chatting');
+      assert.deepEqual(await unread(), { notification_count: 2, highlight_count: 2 });
+
+      // A dont_notify override for the room silences it entirely.
+      await bob.ok('PUT', `${RULES}/override/mute`, { actions: ['dont_notify'], conditions: [{ kind: 'event_match', key: 'room_id', pattern: roomId }] });
+      await alice.text(roomId, 'pizza!');
+      assert.deepEqual(await unread(), { notification_count: 0, highlight_count: 0 });
+
+      // Undo both: every message counts again; carol's messages too, and bob's own never.
+      await bob.ok('DELETE', `${RULES}/override/mute`);
+      await bob.ok('PUT', `${RULES}/underride/.m.rule.message/enabled`, { enabled: true });
+      await carol.text(roomId, 'me too');
+      await bob.text(roomId, 'pizza for me');
+      assert.deepEqual(await unread(), { notification_count: 6, highlight_count: 3 });
+      // Alice's counts never depended on bob's rules.
+      const a = await alice.sync();
+      assert.deepEqual(a.rooms.join[roomId].unread_notifications, { notification_count: 2, highlight_count: 0 });
+    });
+  });
+}
