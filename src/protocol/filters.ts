@@ -5,6 +5,10 @@
 // admits only what it names; a `not_` list excludes what it names and wins over its positive list.
 // Event types may use `*` to match any run of characters. `limit` 0 is accepted (clients use it to
 // ask for no timeline), as the reference server does.
+//
+// Errors, as the reference server gives them: a `filter` query parameter that is not JSON is 400
+// M_NOT_JSON; JSON that is not a valid filter (wrong types, malformed IDs, negative limits, an
+// unknown event_format) is 400 M_BAD_JSON, wherever the filter comes from.
 
 import { HearthError } from './errors.js';
 import { isRoomId, isUserId } from './ids.js';
@@ -51,15 +55,21 @@ export interface Filter {
 // ---- validation ------------------------------------------------------------------------------
 
 const badJson = (path: string, what: string) => HearthError.badJson(`Invalid filter: ${path} must be ${what}`);
-const badValue = (path: string, what: string) => HearthError.invalidParam(`Invalid filter: ${path} ${what}`);
+const badValue = (path: string, what: string) => HearthError.badJson(`Invalid filter: ${path} ${what}`);
 
 function objectAt(value: unknown, path: string): JsonObject {
   if (!isJsonObject(value)) throw badJson(path, 'an object');
   return value;
 }
 
-function booleanAt(obj: JsonObject, key: string, path: string): boolean | undefined {
+/** A key's value; null counts as absent, since clients write unset optional fields as null. */
+function fieldOf(obj: JsonObject, key: string): JsonValue | undefined {
   const v = obj[key];
+  return v === null ? undefined : v;
+}
+
+function booleanAt(obj: JsonObject, key: string, path: string): boolean | undefined {
+  const v = fieldOf(obj, key);
   if (v === undefined) return undefined;
   if (typeof v !== 'boolean') throw badJson(`${path}.${key}`, 'a boolean');
   return v;
@@ -71,7 +81,7 @@ function stringsAt(
   path: string,
   check?: { ok: (s: string) => boolean; what: string },
 ): string[] | undefined {
-  const v = obj[key];
+  const v = fieldOf(obj, key);
   if (v === undefined) return undefined;
   const where = `${path}.${key}`;
   if (!Array.isArray(v)) throw badJson(where, 'an array of strings');
@@ -94,9 +104,11 @@ function defined<T>(entries: Record<string, unknown>): T {
   return out as T;
 }
 
+const optional = <T>(v: JsonValue | undefined, parse: (v: JsonValue) => T): T | undefined => (v === undefined ? undefined : parse(v));
+
 function eventFilterFields(obj: JsonObject, path: string): EventFilter {
   let limit: number | undefined;
-  const rawLimit = obj['limit'];
+  const rawLimit = fieldOf(obj, 'limit');
   if (rawLimit !== undefined) {
     if (typeof rawLimit !== 'number') throw badJson(`${path}.limit`, 'an integer');
     if (!Number.isSafeInteger(rawLimit) || rawLimit < 0) throw badValue(`${path}.limit`, 'must be a non-negative integer');
@@ -111,12 +123,12 @@ function eventFilterFields(obj: JsonObject, path: string): EventFilter {
   });
 }
 
-/** An EventFilter (presence, global account data). Throws 400 M_BAD_JSON / M_INVALID_PARAM. */
+/** An EventFilter (presence, global account data). Throws 400 M_BAD_JSON. */
 export function parseEventFilter(value: unknown, path = 'filter'): EventFilter {
   return eventFilterFields(objectAt(value, path), path);
 }
 
-/** A RoomEventFilter (timeline, state, ephemeral, room account data; the `filter` of /messages). */
+/** A RoomEventFilter (timeline, state, ephemeral, room account data; the `filter` of /messages). Throws 400 M_BAD_JSON. */
 export function parseRoomEventFilter(value: unknown, path = 'filter'): RoomEventFilter {
   const obj = objectAt(value, path);
   return defined<RoomEventFilter>({
@@ -132,7 +144,7 @@ export function parseRoomEventFilter(value: unknown, path = 'filter'): RoomEvent
 
 function parseRoomFilter(value: unknown, path: string): RoomFilter {
   const obj = objectAt(value, path);
-  const sub = (key: string) => (obj[key] === undefined ? undefined : parseRoomEventFilter(obj[key], `${path}.${key}`));
+  const sub = (key: string) => optional(fieldOf(obj, key), (v) => parseRoomEventFilter(v, `${path}.${key}`));
   return defined<RoomFilter>({
     rooms: stringsAt(obj, 'rooms', path, ROOM_ID),
     not_rooms: stringsAt(obj, 'not_rooms', path, ROOM_ID),
@@ -146,12 +158,11 @@ function parseRoomFilter(value: unknown, path: string): RoomFilter {
 
 /**
  * A whole Filter as uploaded to /user/{userId}/filter or given inline to /sync. Unknown keys are
- * ignored; known keys of the wrong type are 400 M_BAD_JSON; malformed IDs, negative limits and an
- * unknown event_format are 400 M_INVALID_PARAM.
+ * ignored; anything else that is not a valid filter is 400 M_BAD_JSON.
  */
 export function parseFilter(value: unknown): Filter {
   const obj = objectAt(value, 'filter');
-  const format = obj['event_format'];
+  const format = fieldOf(obj, 'event_format');
   if (format !== undefined) {
     if (typeof format !== 'string') throw badJson('filter.event_format', 'a string');
     if (format !== 'client' && format !== 'federation') throw badValue('filter.event_format', "must be 'client' or 'federation'");
@@ -159,10 +170,24 @@ export function parseFilter(value: unknown): Filter {
   return defined<Filter>({
     event_fields: stringsAt(obj, 'event_fields', 'filter'),
     event_format: format,
-    presence: obj['presence'] === undefined ? undefined : parseEventFilter(obj['presence'], 'filter.presence'),
-    account_data: obj['account_data'] === undefined ? undefined : parseEventFilter(obj['account_data'], 'filter.account_data'),
-    room: obj['room'] === undefined ? undefined : parseRoomFilter(obj['room'], 'filter.room'),
+    presence: optional(fieldOf(obj, 'presence'), (v) => parseEventFilter(v, 'filter.presence')),
+    account_data: optional(fieldOf(obj, 'account_data'), (v) => parseEventFilter(v, 'filter.account_data')),
+    room: optional(fieldOf(obj, 'room'), (v) => parseRoomFilter(v, 'filter.room')),
   });
+}
+
+/** The JSON of a `filter` query parameter (inline /sync filters, /messages, /context): 400 M_NOT_JSON if it is not JSON. */
+export function filterParamJson(text: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    throw HearthError.notJson('The filter is not valid JSON');
+  }
+}
+
+/** The RoomEventFilter of a /messages or /context `filter` query parameter. */
+export function parseRoomEventFilterParam(text: string): RoomEventFilter {
+  return parseRoomEventFilter(filterParamJson(text));
 }
 
 // ---- matching --------------------------------------------------------------------------------
@@ -215,6 +240,8 @@ export interface EventMatcher {
   /** Only meaningful with lazyLoadMembers, and false without it. */
   readonly includeRedundantMembers: boolean;
   readonly unreadThreadNotifications: boolean;
+  /** Whether every event passes (so a caller may skip matching). */
+  readonly admitsAll: boolean;
 }
 
 function listCheck(allowed: readonly string[] | undefined, denied: readonly string[] | undefined) {
@@ -260,6 +287,14 @@ export function compileEventFilter(filter: RoomEventFilter | EventFilter | undef
     lazyLoadMembers: lazy,
     includeRedundantMembers: lazy && f.include_redundant_members === true,
     unreadThreadNotifications: f.unread_thread_notifications === true,
+    admitsAll:
+      f.types === undefined &&
+      f.not_types === undefined &&
+      f.senders === undefined &&
+      f.not_senders === undefined &&
+      f.rooms === undefined &&
+      f.not_rooms === undefined &&
+      containsUrl === undefined,
   };
 }
 

@@ -31,7 +31,7 @@ import { eventContext, roomEvent, type EventContext } from './query/events.js';
 import { joinedMembers, joinedRooms, roomMembers, type JoinedMember, type MembersRequest } from './query/members.js';
 import { roomMessages, type MessagesRequest, type MessagesResponse } from './query/messages.js';
 import { roomState, roomStateEvent } from './query/state.js';
-import type { RoomEventFilter } from './event-filter.js';
+import type { RoomEventFilter } from '../protocol/filters.js';
 import type { RoomReader } from './reader.js';
 
 export type { Actor } from './actor.js';

@@ -1,6 +1,8 @@
 // rooms.invite and rooms.knock: the stripped state the room server stored with the invite
 // (unsigned.invite_room_state) or knock (unsigned.knock_room_state), followed by the member
-// event itself. Invites from ignored users are not shown.
+// event itself. Every event there is a StrippedStateEvent with exactly `type`, `state_key`,
+// `content` and `sender` (client API, "Stripped state"); the member event too, though the
+// reference server serves that one whole. Invites from ignored users are not shown.
 
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { toClientEvent } from '../rooms/client-event.js';
@@ -9,25 +11,26 @@ import type { SyncPass } from './pass.js';
 import type { InvitedRoomSection, KnockedRoomSection } from './response.js';
 import type { StrippedPlan } from './room-plans.js';
 
-function strippedStateOf(e: StoredEvent, key: 'invite_room_state' | 'knock_room_state'): JsonObject[] {
-  const stored = e.unsigned?.[key];
-  return Array.isArray(stored) ? stored.filter(isJsonObject) : [];
+/** The event cut down to the stripped keys; undefined when one of them is missing or mistyped. */
+function stripped(e: JsonObject): JsonObject | undefined {
+  const { type, state_key, content, sender } = e;
+  if (typeof type !== 'string' || typeof state_key !== 'string' || typeof sender !== 'string' || !isJsonObject(content)) return undefined;
+  return { type, state_key, content, sender };
 }
 
-/** The member event in client form, without the stripped state it carries. */
-function memberEvent(e: StoredEvent, pass: SyncPass): JsonObject {
-  const event = toClientEvent(e, { now: pass.now, viewer: { userId: pass.userId, deviceId: pass.deviceId } });
-  const unsigned = { ...event.unsigned };
-  delete unsigned['invite_room_state'];
-  delete unsigned['knock_room_state'];
-  return { ...event, unsigned } as unknown as JsonObject;
+/** The stored stripped state, then the member event (in its redacted form, if redacted). */
+function strippedStateOf(e: StoredEvent, key: 'invite_room_state' | 'knock_room_state', pass: SyncPass): JsonObject[] {
+  const stored = e.unsigned?.[key];
+  const member = toClientEvent(e, { now: pass.now }) as unknown as JsonObject;
+  const events = [...(Array.isArray(stored) ? stored.filter(isJsonObject) : []), member];
+  return events.map(stripped).filter((s) => s !== undefined);
 }
 
 export function inviteSections(pass: SyncPass, plans: readonly StrippedPlan[], ignored: ReadonlySet<string>): Record<string, InvitedRoomSection> {
   const out: Record<string, InvitedRoomSection> = {};
   for (const p of plans) {
     if (ignored.has(p.event.sender)) continue;
-    out[p.roomId] = { invite_state: { events: [...strippedStateOf(p.event, 'invite_room_state'), memberEvent(p.event, pass)] } };
+    out[p.roomId] = { invite_state: { events: strippedStateOf(p.event, 'invite_room_state', pass) } };
   }
   return out;
 }
@@ -35,7 +38,7 @@ export function inviteSections(pass: SyncPass, plans: readonly StrippedPlan[], i
 export function knockSections(pass: SyncPass, plans: readonly StrippedPlan[]): Record<string, KnockedRoomSection> {
   const out: Record<string, KnockedRoomSection> = {};
   for (const p of plans) {
-    out[p.roomId] = { knock_state: { events: [...strippedStateOf(p.event, 'knock_room_state'), memberEvent(p.event, pass)] } };
+    out[p.roomId] = { knock_state: { events: strippedStateOf(p.event, 'knock_room_state', pass) } };
   }
   return out;
 }

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { HearthError } from '../protocol/errors.js';
-import { compileFilter, parseFilter, type CompiledFilter, type Filter } from '../protocol/filters.js';
+import { compileFilter, filterParamJson, parseFilter, type CompiledFilter, type Filter } from '../protocol/filters.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
 import { insertFilter, selectFilter } from '../storage/user-data/filters.js';
@@ -55,18 +55,13 @@ export class FilterService {
   }
 
   /**
-   * The filter a sync names: inline JSON (400 M_NOT_JSON if unparseable, M_BAD_JSON or
-   * M_INVALID_PARAM if invalid) or a stored id (400 M_INVALID_PARAM if unknown).
+   * The filter a sync names: inline JSON (400 M_NOT_JSON if unparseable, M_BAD_JSON if invalid)
+   * or a stored id (400 M_INVALID_PARAM if unknown, as the reference server answers).
    */
   async getFilter(userId: string, idOrInlineJson: string): Promise<ResolvedFilter> {
     let json: JsonObject | undefined;
     if (idOrInlineJson.startsWith('{')) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(idOrInlineJson);
-      } catch {
-        throw HearthError.notJson('The filter is not valid JSON');
-      }
+      const parsed = filterParamJson(idOrInlineJson);
       if (!isJsonObject(parsed)) throw HearthError.badJson('The filter must be a JSON object');
       json = parsed;
     } else {

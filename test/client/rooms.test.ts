@@ -129,7 +129,12 @@ for (const backend of await storageBackends()) {
       const page = await s.call('GET', `/rooms/${seg(roomId)}/messages?dir=b&filter=${filter}`, { token: alice.token });
       assert.deepEqual(page.body.chunk.map((e: any) => e.event_id), [ids[4], ids[3], ids[2]]);
       expectError(await s.call('GET', `/rooms/${seg(roomId)}/messages?dir=x`, { token: alice.token }), 400, 'M_INVALID_PARAM');
-      expectError(await s.call('GET', `/rooms/${seg(roomId)}/messages?filter=%7Bbad`, { token: alice.token }), 400, 'M_BAD_JSON');
+      const notFilter = encodeURIComponent(JSON.stringify({ types: 'm.room.message' }));
+      for (const path of [`/rooms/${seg(roomId)}/messages`, `/rooms/${seg(roomId)}/context/${seg(ids[2]!)}`]) {
+        expectError(await s.call('GET', `${path}?filter=%7Bbad`, { token: alice.token }), 400, 'M_NOT_JSON');
+        expectError(await s.call('GET', `${path}?filter=${notFilter}`, { token: alice.token }), 400, 'M_BAD_JSON');
+        expectError(await s.call('GET', `${path}?filter=%5B%5D`, { token: alice.token }), 400, 'M_BAD_JSON');
+      }
       expectError(await s.call('GET', `/rooms/${seg(roomId)}/messages?from=nonsense`, { token: alice.token }), 400, 'M_INVALID_PARAM');
       expectError(await s.call('GET', `/rooms/${seg(roomId)}/messages?limit=abc`, { token: alice.token }), 400, 'M_INVALID_PARAM');
     });

@@ -150,7 +150,7 @@ for (const backend of await storageBackends()) {
         expectError(await s.call('GET', `/user/${enc(alice.userId)}/filter/${id}`, { token: bob.token }), 403, 'M_FORBIDDEN');
         expectError(await s.call('POST', `/user/${enc(alice.userId)}/filter`, { token: bob.token, body: {} }), 403, 'M_FORBIDDEN');
         expectError(await s.call('POST', `/user/${enc(alice.userId)}/filter`, { token: alice.token, body: { room: { timeline: { limit: 'x' } } } }), 400, 'M_BAD_JSON');
-        expectError(await s.call('POST', `/user/${enc(alice.userId)}/filter`, { token: alice.token, body: { room: { rooms: ['bad'] } } }), 400, 'M_INVALID_PARAM');
+        expectError(await s.call('POST', `/user/${enc(alice.userId)}/filter`, { token: alice.token, body: { room: { rooms: ['bad'] } } }), 400, 'M_BAD_JSON');
         expectError(await s.call('POST', `/user/${enc(alice.userId)}/filter`, { token: alice.token, raw: '{' }), 400, 'M_NOT_JSON');
       });
 

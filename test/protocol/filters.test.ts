@@ -11,6 +11,7 @@ import {
   parseEventFilter,
   parseFilter,
   parseRoomEventFilter,
+  parseRoomEventFilterParam,
   projectEventFields,
   type FilterableEvent,
   type RoomEventFilter,
@@ -69,7 +70,9 @@ describe('filter validation', () => {
     test(`M_BAD_JSON: ${name}`, () => assert.throws(() => parseFilter(filter), isError('M_BAD_JSON')));
   }
 
-  const invalidParam: [string, unknown][] = [
+  // Values of the right type that no filter may hold: the reference server's schema check rejects
+  // these with the same error as wrong types, so they are M_BAD_JSON too.
+  const badValue: [string, unknown][] = [
     ['negative limit', { room: { timeline: { limit: -1 } } }],
     ['fractional limit', { room: { timeline: { limit: 1.5 } } }],
     ['unknown event_format', { event_format: 'raw' }],
@@ -78,9 +81,21 @@ describe('filter validation', () => {
     ['user id in senders without sigil', { room: { timeline: { senders: ['alice:hs'] } } }],
     ['user id in presence not_senders', { presence: { not_senders: ['@alice'] } }],
   ];
-  for (const [name, filter] of invalidParam) {
-    test(`M_INVALID_PARAM: ${name}`, () => assert.throws(() => parseFilter(filter), isError('M_INVALID_PARAM')));
+  for (const [name, filter] of badValue) {
+    test(`M_BAD_JSON: ${name}`, () => assert.throws(() => parseFilter(filter), isError('M_BAD_JSON')));
   }
+
+  test('null stands for an absent key', () => {
+    assert.deepEqual(parseFilter({ room: { timeline: { types: null, limit: null }, state: null }, presence: null, event_format: null }), { room: { timeline: {} } });
+  });
+
+  test('a filter query parameter: not JSON is M_NOT_JSON, JSON that is no filter M_BAD_JSON', () => {
+    assert.deepEqual(parseRoomEventFilterParam('{"types":["a"],"unknown":1,"not_senders":null}'), { types: ['a'] });
+    for (const text of ['{not json', '', '{"types":']) assert.throws(() => parseRoomEventFilterParam(text), isError('M_NOT_JSON'));
+    for (const text of ['[]', '5', 'null', '{"types":"m.room.message"}', '{"senders":[1]}', '{"contains_url":"yes"}', '{"limit":-1}']) {
+      assert.throws(() => parseRoomEventFilterParam(text), isError('M_BAD_JSON'), text);
+    }
+  });
 
   test('limit 0 is accepted (clients ask for no timeline with it)', () => {
     assert.deepEqual(parseFilter({ room: { timeline: { limit: 0 } } }), { room: { timeline: { limit: 0 } } });
@@ -109,6 +124,8 @@ describe('wildcards', () => {
     ['a*b*c', 'aXbYc', true],
     ['a*b*c', 'aXcYb', false],
     ['a**c', 'ac', true],
+    ['m.a*b*b', 'm.ab', false],
+    ['m.a*b*b', 'm.abb', true],
     ['M.ROOM.*', 'm.room.message', false],
     ['m.room.?', 'm.room.x', false],
     ['m.room.?', 'm.room.?', true],
@@ -158,6 +175,7 @@ describe('event matching', () => {
     ['not_types wildcard * refuses all', { not_types: ['*'] }, message, false],
     ['senders admits listed', { senders: ['@alice:hs'] }, message, true],
     ['senders refuses unlisted', { senders: ['@alice:hs'] }, image, false],
+    ['senders match exactly, without wildcards', { senders: ['@*:hs'] }, message, false],
     ['senders refuses an event without sender', { senders: ['@alice:hs'] }, noSender, false],
     ['not_senders refuses', { not_senders: ['@bob:hs'] }, image, false],
     ['not_senders lets an event without sender through', { not_senders: ['@bob:hs'] }, noSender, true],
@@ -183,6 +201,14 @@ describe('event matching', () => {
     assert.deepEqual(filterEvents(f, [message, member, image]), [message, image]);
     const r = compileEventFilter({ rooms: ['!a:hs', '!b:hs'], not_rooms: ['!b:hs'] });
     assert.deepEqual(['!a:hs', '!b:hs', '!c:hs'].map((id) => r.allowsRoom(id)), [true, false, false]);
+  });
+
+  test('admitsAll: only a filter without event constraints', () => {
+    assert.equal(compileEventFilter(undefined).admitsAll, true);
+    assert.equal(compileEventFilter({ lazy_load_members: true, include_redundant_members: true, limit: 5 }).admitsAll, true);
+    for (const f of [{ types: [] }, { not_types: ['x'] }, { senders: ['@a:hs'] }, { not_senders: [] }, { rooms: ['!r:hs'] }, { not_rooms: [] }, { contains_url: false }]) {
+      assert.equal(compileEventFilter(f).admitsAll, false, JSON.stringify(f));
+    }
   });
 
   test('flags and limits are exposed', () => {

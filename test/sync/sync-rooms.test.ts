@@ -7,6 +7,12 @@ import assert from 'node:assert/strict';
 import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
 import { Client, enc, timelineOf, typesOf } from './sync-client.js';
 
+/** Every event is a StrippedStateEvent: exactly these four keys, nothing of the full event. */
+function assertStripped(events: any[]): void {
+  assert.ok(events.length > 0);
+  for (const e of events) assert.deepEqual(Object.keys(e).sort(), ['content', 'sender', 'state_key', 'type'], JSON.stringify(e));
+}
+
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync rooms on ${backend}`, { skip }, () => {
     let hs: TestServer;
@@ -129,7 +135,12 @@ for (const { backend, skip } of await serverBackends()) {
       const own = stripped.find((e: any) => e.type === 'm.room.member' && e.state_key === bob.userId);
       assert.equal(own.content.membership, 'invite');
       assert.equal(own.sender, alice.userId);
-      assert.equal(own.unsigned?.invite_room_state, undefined);
+      assertStripped(stripped);
+      // The inviter's member event rides along; the invitee's own comes last.
+      assert.ok(stripped.some((e: any) => e.type === 'm.room.member' && e.state_key === alice.userId));
+      assert.equal(stripped.at(-1), own);
+      // An initial sync shows the same stripped state.
+      assert.deepEqual((await bob.sync()).rooms.invite[roomId].invite_state.events, stripped);
       // Nothing of the room's timeline reaches an invitee.
       assert.deepEqual(b2.rooms.leave, {});
 
@@ -209,6 +220,8 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(events.find((e: any) => e.type === 'm.room.join_rules').content.join_rule, 'knock');
       assert.equal(events.at(-1).type, 'm.room.member');
       assert.equal(events.at(-1).content.membership, 'knock');
+      assert.equal(events.at(-1).state_key, bob.userId);
+      assertStripped(events);
       assert.deepEqual(b2.rooms.join, {});
       // Initial syncs show the knock too.
       assert.ok((await bob.sync()).rooms.knock[roomId]);
@@ -220,7 +233,11 @@ for (const { backend, skip } of await serverBackends()) {
       const b4 = await bob.sync({ since: b3.next_batch });
       assert.equal(b4.rooms.invite[fromCarol], undefined);
       const fromAlice = await alice.createRoom({ invite: [bob.userId] });
-      assert.ok((await bob.sync({ since: b4.next_batch })).rooms.invite[fromAlice]);
+      const invited = (await bob.sync({ since: b4.next_batch })).rooms.invite[fromAlice];
+      assert.ok(invited);
+      // Invited at creation: the same stripped form as a later invite.
+      assertStripped(invited.invite_state.events);
+      assert.equal(invited.invite_state.events.at(-1).state_key, bob.userId);
     });
 
     test('history visibility "joined" hides what was said before the join', async () => {
@@ -273,7 +290,8 @@ for (const { backend, skip } of await serverBackends()) {
       }
       assert.equal((await alice.syncRaw({ filter: '{nope' })).body.errcode, 'M_NOT_JSON');
       assert.equal((await alice.syncRaw({ filter: '12345' })).body.errcode, 'M_INVALID_PARAM');
-      assert.equal((await alice.syncRaw({ filter: { room: { timeline: { limit: -1 } } } })).body.errcode, 'M_INVALID_PARAM');
+      assert.equal((await alice.syncRaw({ filter: { room: { timeline: { limit: -1 } } } })).body.errcode, 'M_BAD_JSON');
+      assert.equal((await alice.syncRaw({ filter: { room: { timeline: { types: 'm.room.message' } } } })).body.errcode, 'M_BAD_JSON');
       assert.equal((await alice.syncRaw({ timeout: 'soon' })).body.errcode, 'M_INVALID_PARAM');
       assert.equal((await alice.syncRaw({ set_presence: 'busy' })).body.errcode, 'M_INVALID_PARAM');
       assert.equal((await alice.syncRaw({ full_state: 'yes' })).body.errcode, 'M_INVALID_PARAM');

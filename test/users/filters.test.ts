@@ -40,7 +40,7 @@ for (const backend of await storageBackends()) {
 
     test('errors: invalid filters 400, other users 403, unknown ids 404', async () => {
       await assert.rejects(filters.createFilter(alice, alice, { room: { timeline: { limit: 'ten' } } }), rejects('M_BAD_JSON', 400));
-      await assert.rejects(filters.createFilter(alice, alice, { room: { rooms: ['nope'] } }), rejects('M_INVALID_PARAM', 400));
+      await assert.rejects(filters.createFilter(alice, alice, { room: { rooms: ['nope'] } }), rejects('M_BAD_JSON', 400));
       await assert.rejects(filters.createFilter(bob, alice, {}), rejects('M_FORBIDDEN', 403));
       await assert.rejects(filters.getStoredFilter(bob, alice, '1'), rejects('M_FORBIDDEN', 403));
       for (const id of ['999999', 'abc', '', '{}', '1.0']) {
@@ -62,7 +62,7 @@ for (const backend of await storageBackends()) {
 
       await assert.rejects(filters.getFilter(alice, '{"room":'), rejects('M_NOT_JSON', 400));
       await assert.rejects(filters.getFilter(alice, '{"room":[]}'), rejects('M_BAD_JSON', 400));
-      await assert.rejects(filters.getFilter(alice, '{"room":{"timeline":{"limit":-5}}}'), rejects('M_INVALID_PARAM', 400));
+      await assert.rejects(filters.getFilter(alice, '{"room":{"timeline":{"limit":-5}}}'), rejects('M_BAD_JSON', 400));
       await assert.rejects(filters.getFilter(alice, '424242'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(filters.getFilter(alice, 'nonsense'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(filters.getFilter(bob, id), rejects('M_INVALID_PARAM', 400));

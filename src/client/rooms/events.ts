@@ -4,7 +4,7 @@
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
-import { parseRoomEventFilterParam, type RoomEventFilter } from '../../rooms/event-filter.js';
+import { parseRoomEventFilterParam, type RoomEventFilter } from '../../protocol/filters.js';
 import type { RoomService } from '../../rooms/service.js';
 import { body, optionalString, param, query, queryInt, requester } from './fields.js';
 

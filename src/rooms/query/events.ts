@@ -6,7 +6,7 @@ import { HearthError } from '../../protocol/errors.js';
 import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
-import type { RoomEventFilter } from '../event-filter.js';
+import type { RoomEventFilter } from '../../protocol/filters.js';
 import type { StoredEvent } from '../stored-event.js';
 import { encodeTimelineToken } from '../tokens.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';

@@ -4,7 +4,7 @@
 import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
-import type { RoomEventFilter } from '../event-filter.js';
+import type { RoomEventFilter } from '../../protocol/filters.js';
 import type { StoredEvent } from '../stored-event.js';
 import { decodeTimelineToken, encodeTimelineToken } from '../tokens.js';
 import { roomAccess, requireHistoryAccess } from './access.js';

@@ -2,7 +2,7 @@
 // may see and the filter lets through, until `limit` are found, the room runs out, or the `to`
 // bound is reached. Positions are on the events stream; see rooms/tokens.ts for the tokens.
 
-import { isFilterTrivial, matchesRoomEventFilter, type RoomEventFilter } from '../event-filter.js';
+import { compileEventFilter, type RoomEventFilter } from '../../protocol/filters.js';
 import type { RoomReader } from '../reader.js';
 import type { StoredEvent } from '../stored-event.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
@@ -35,7 +35,8 @@ const BATCH_MAX = 500;
 const SCAN_LIMIT = 5_000;
 
 export async function paginate(reader: RoomReader, req: PageRequest): Promise<Page> {
-  const filter = req.filter !== undefined && !isFilterTrivial(req.filter) ? req.filter : undefined;
+  const matcher = req.filter === undefined ? undefined : compileEventFilter(req.filter);
+  const filter = matcher === undefined || matcher.admitsAll ? undefined : matcher;
   const batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, filter === undefined ? req.limit + 1 : req.limit * 4));
   const events: StoredEvent[] = [];
   let cursor = req.from;
@@ -58,7 +59,7 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
         { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
         req.userId,
       );
-      if (visible && (filter === undefined || matchesRoomEventFilter(filter, { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
+      if (visible && (filter === undefined || filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
         events.push(e);
         if (events.length >= req.limit) break;
       }
