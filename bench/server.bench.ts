@@ -21,13 +21,13 @@
 // `--cpu-prof DIR` writes the server's CPU profile into DIR; `--node-flags` adds node options for
 // the server; `--server-log FILE` keeps its output.
 
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { distIsFresh, percentile, root, stopServer } from './support/server-child.js';
+import { percentile, root, serverScript, startScriptNodeFlags, stopServer } from './support/server-child.js';
 import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
 
 const { values, positionals } = parseArgs({
@@ -55,37 +55,6 @@ const LANES = 10;
 
 // ---- the server child ----
 
-/**
- * The server's entry script: dist/cli.js (what `npm start` runs), built first when older than the
- * sources. Under tsx the server would hold some 50 MB more (the loader's thread and source
- * maps), so tsx is only the fallback when the build cannot be made.
- */
-function serverScript(): { script: string; how: string } {
-  if (ENTRY !== undefined) return { script: ENTRY, how: relative(root, ENTRY) };
-  const dist = join(root, 'dist/cli.js');
-  if (distIsFresh()) return { script: dist, how: 'dist/cli.js' };
-  console.log('dist/ is older than src/: building it (npm run build) ...');
-  const build = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (distIsFresh()) {
-    const errors = (build.stdout.match(/error TS\d+/g) ?? []).length;
-    return { script: dist, how: `dist/cli.js, built now${errors > 0 ? ` (the compiler reported ${errors} type errors)` : ''}` };
-  }
-  console.log(`  the build failed (${build.stderr || build.stdout}); running src/cli.ts through tsx instead`);
-  return { script: join(root, 'src/cli.ts'), how: 'src/cli.ts via tsx (peak RSS about 50 MB higher than built)' };
-}
-
-/** The node options `npm start` gives the server (`exec node --flag ... dist/cli.js serve`). */
-function startScriptNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-  const words = (pkg.scripts?.['start'] ?? '').split(/\s+/);
-  const flags: string[] = [];
-  for (let i = words.indexOf('node') + 1; i > 0 && i < words.length && words[i]!.startsWith('-'); i++) flags.push(words[i]!);
-  return flags;
-}
-
 interface Server {
   readonly child: ChildProcess;
   readonly baseUrl: string;
@@ -110,7 +79,7 @@ async function startServer(dataDir: string): Promise<Server> {
       logging: [{ type: 'std', level: 'info' }],
     }),
   );
-  const { script, how } = serverScript();
+  const { script, how } = serverScript(ENTRY);
   const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
   const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`];
   const flags = [...startScriptNodeFlags(), ...NODE_FLAGS];

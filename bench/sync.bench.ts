@@ -7,21 +7,22 @@
 //      one room, and nothing new at all);
 // then the server's peak RSS. Prints figures and never asserts.
 //
-// The server runs from dist/cli.js when that build is newer than every source file, otherwise from
-// src/cli.ts through tsx.
+// The server runs as `npm start` runs it: dist/cli.js (built first when older than the sources) with
+// the start script's node options. `--entry FILE` runs another build; `--node-flags` adds options.
 //
 //   node --import tsx bench/sync.bench.ts [--messages N] [--rooms N] [--users N] [--postgres ADMIN-URL]
-//     [--set-presence online|offline|unavailable] [--cpu-prof DIR]
+//     [--set-presence online|offline|unavailable] [--cpu-prof DIR] [--entry FILE] [--node-flags="..."]
+//     [--server-log FILE]
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { stringify } from 'yaml';
-import { distIsFresh, percentile, root, stopServer } from './support/server-child.js';
+import { percentile, root, serverScript, startScriptNodeFlags, stopServer } from './support/server-child.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +32,9 @@ const { values } = parseArgs({
     postgres: { type: 'string' },
     'set-presence': { type: 'string', default: 'online' },
     'cpu-prof': { type: 'string' },
+    entry: { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
+    'server-log': { type: 'string' },
   },
 });
 const MESSAGES = Number(values.messages);
@@ -73,8 +77,10 @@ async function startServer(dataDir: string, connection: string): Promise<{ child
     }),
   );
   const profile = values['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`];
-  const entry = distIsFresh() ? [join(root, 'dist/cli.js')] : ['--import', 'tsx', join(root, 'src/cli.ts')];
-  const child = spawn(process.execPath, [...profile, ...entry, 'serve', '--config', configPath], {
+  const { script, how } = serverScript(values.entry === undefined ? undefined : resolve(values.entry));
+  const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
+  const flags = [...startScriptNodeFlags(), ...values['node-flags'].split(' ').filter((f) => f !== '')];
+  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', configPath], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -85,14 +91,16 @@ async function startServer(dataDir: string, connection: string): Promise<{ child
       const match = /Listening on (http:\/\/\S+)/.exec(seen);
       if (match) {
         child.stdout!.off('data', onData);
-        child.stdout!.resume();
+        // Keep draining its output; keep it only when asked to.
+        if (values['server-log'] === undefined) child.stdout!.resume();
+        else child.stdout!.pipe(createWriteStream(values['server-log']));
         resolveUrl(match[1]!);
       }
     };
     child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
   });
-  return { child, baseUrl, how: entry.length === 1 ? 'dist/cli.js' : 'src/cli.ts via tsx' };
+  return { child, baseUrl, how: flags.length > 0 ? `${how}, ${flags.join(' ')}` : how };
 }
 
 function peakRssMb(pid: number): number {
@@ -275,9 +283,14 @@ const server = await startServer(dataDir, database?.url ?? `file:${join(dataDir,
 base = new URL(server.baseUrl);
 try {
   console.log(`sync bench against ${server.baseUrl} (${server.how}, ${values.postgres === undefined ? 'SQLite' : 'PostgreSQL'})`);
+  const peakAfterStart = peakRssMb(server.child.pid!);
   await deliveryLatency();
+  const peakAfterDelivery = peakRssMb(server.child.pid!);
   await manyRooms();
-  console.log(`server peak RSS ${peakRssMb(server.child.pid!).toFixed(0)} MB`);
+  const peak = peakRssMb(server.child.pid!);
+  console.log(
+    `server peak RSS ${peak.toFixed(0)} MB (after start ${peakAfterStart.toFixed(0)}, after the delivery run ${peakAfterDelivery.toFixed(0)})`,
+  );
 } finally {
   agent.destroy();
   await stopServer(server.child);

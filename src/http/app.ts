@@ -76,10 +76,7 @@ function bearerToken(req: FastifyRequest): string | undefined {
   return typeof q === 'string' ? q : undefined;
 }
 
-/**
- * A request as routes see it. Its `signal` (aborted when the connection closes before the reply
- * is complete) is made on first use: few routes wait long enough to need one.
- */
+/** A request as routes see it. */
 class IncomingRequest implements HttpRequest {
   readonly method: HttpMethod;
   readonly params: Record<string, string>;
@@ -90,7 +87,6 @@ class IncomingRequest implements HttpRequest {
   readonly remoteAddress: string;
   requester?: Requester;
   readonly #reply: FastifyReply;
-  #signal: AbortSignal | undefined;
 
   constructor(route: RouteDef, req: FastifyRequest, reply: FastifyReply) {
     this.#reply = reply;
@@ -102,21 +98,18 @@ class IncomingRequest implements HttpRequest {
     this.remoteAddress = req.ip;
   }
 
-  get signal(): AbortSignal {
-    if (this.#signal === undefined) {
-      const controller = new AbortController();
-      const raw = this.#reply.raw;
-      // The connection may be gone already, before anyone asked.
-      if (raw.closed) {
-        if (!raw.writableFinished) controller.abort();
-      } else {
-        raw.once('close', () => {
-          if (!raw.writableFinished) controller.abort();
-        });
-      }
-      this.#signal = controller.signal;
+  onClientGone(listener: () => void): () => void {
+    const raw = this.#reply.raw;
+    // The response closes without finishing when the connection goes before the reply is written.
+    if (raw.closed) {
+      if (!raw.writableFinished) listener();
+      return () => {};
     }
-    return this.#signal;
+    const onClose = () => {
+      if (!raw.writableFinished) listener();
+    };
+    raw.once('close', onClose);
+    return () => void raw.off('close', onClose);
   }
 }
 

@@ -2,10 +2,11 @@
 // PostgreSQL pool. Both are reached through Kysely, so storage code is written once.
 
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import pg from 'pg';
+import type Pg from 'pg';
 import { HearthError } from '../protocol/errors.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -40,28 +41,35 @@ export function sqlitePath(connectionString: string): string {
   return path;
 }
 
+// The PostgreSQL driver is loaded only when a PostgreSQL database is opened: it holds some 15 MB
+// that a server on SQLite does not need.
+const loadPg = (): typeof Pg => createRequire(import.meta.url)('pg') as typeof Pg;
+
 // int8 (bigint) and numeric counts come back as strings by default; every integer we store fits in
 // a double, so read them as numbers.
 const INT8_OID = 20;
-const pgTypes = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
-    return pg.types.getTypeParser(oid, format as 'text');
-  },
-};
+function pgTypes(pg: typeof Pg) {
+  return {
+    getTypeParser(oid: number, format?: 'text' | 'binary') {
+      if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
+      return pg.types.getTypeParser(oid, format as 'text');
+    },
+  };
+}
 
 export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema> {
   const dialect = dialectOf(options.connectionString);
   if (dialect === 'postgres') {
     const maxOpen = options.maxOpenConns ?? 90;
     const lifetime = options.connMaxLifetimeSeconds ?? -1;
+    const pg = loadPg();
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: maxOpen,
       min: Math.min(options.maxIdleConns ?? 5, maxOpen),
       idleTimeoutMillis: 10_000,
       maxLifetimeSeconds: lifetime > 0 ? lifetime : 0,
-      types: pgTypes,
+      types: pgTypes(pg),
     });
     // An idle connection that breaks (server restart, dropped network, a forced disconnect) is
     // dropped by the pool and reopened on demand; without a listener its error would crash us.

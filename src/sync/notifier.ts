@@ -19,7 +19,11 @@ export interface WaitOptions {
   /** The positions the caller's response already covers. */
   readonly since: StreamPositions;
   readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
+  /**
+   * Registers `cancel`, which ends the wait early (returning false), and returns a function that
+   * unregisters it; `cancel` may be called at once. A waiting sync holds only these closures.
+   */
+  readonly onCancel?: (cancel: () => void) => () => void;
 }
 
 interface Waiter {
@@ -78,26 +82,30 @@ export class Notifier {
     return false;
   }
 
-  /** Resolves true when woken by a relevant change, false on timeout or abort. */
+  /** Resolves true when woken by a relevant change, false on timeout or cancellation. */
   wait(options: WaitOptions): Promise<boolean> {
     const rooms = new Set(options.roomIds);
     if (this.missed(options.userId, rooms, options.since)) return Promise.resolve(true);
-    if (options.timeoutMs <= 0 || options.signal?.aborted) return Promise.resolve(false);
+    if (options.timeoutMs <= 0) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
+      let done = false;
+      let unregister: (() => void) | undefined;
       const finish = (woken: boolean) => {
+        if (done) return;
+        done = true;
         clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
+        unregister?.();
         remove(this.byUser, options.userId, waiter);
         for (const r of rooms) remove(this.byRoom, r, waiter);
         resolve(woken);
       };
-      const onAbort = () => finish(false);
       const waiter: Waiter = { userId: options.userId, rooms, wake: () => finish(true) };
       add(this.byUser, options.userId, waiter);
       for (const r of rooms) add(this.byRoom, r, waiter);
-      timer = setTimeout(() => finish(false), options.timeoutMs);
-      options.signal?.addEventListener('abort', onAbort, { once: true });
+      const timer = setTimeout(() => finish(false), options.timeoutMs);
+      const off = options.onCancel?.(() => finish(false));
+      if (done) off?.();
+      else unregister = off;
     });
   }
 

@@ -53,8 +53,8 @@ export interface SyncRequest {
   readonly setPresence?: PresenceState;
   /** How long to wait for news, in milliseconds (default 0). */
   readonly timeoutMs?: number;
-  /** Aborted when the client goes away: a waiting sync returns at once. */
-  readonly signal?: AbortSignal;
+  /** Registers a listener for the client going away (a waiting sync then returns at once). */
+  readonly onClientGone?: (listener: () => void) => () => void;
 }
 
 export class SyncService {
@@ -65,7 +65,7 @@ export class SyncService {
   /** Per device, the to-device position already acknowledged (its messages deleted). */
   private readonly acknowledged = new Map<string, number>();
   /** Long-polls waiting now, ended at once when the server stops. */
-  private readonly waits = new Set<AbortController>();
+  private readonly waits = new Set<() => void>();
   private stopped = false;
   private readonly shared: SharedReads;
 
@@ -77,7 +77,7 @@ export class SyncService {
     this.sources = {
       ...deps,
       reader: deps.rooms,
-      unread: new UnreadCounter(deps.db, deps.rooms),
+      unread: new UnreadCounter(deps.db, deps.rooms, deps.pushRules),
       shared: this.shared,
       ignored: new IgnoredUsers((userId) => deps.accountData.ignoredUsers(userId)),
       memberships: {
@@ -107,8 +107,8 @@ export class SyncService {
         const built = await buildSync(this.sources, this.pass(req, filter, from, fullState));
         const remaining = deadline - this.now();
         if (from === undefined || fullState || hasContent(built.response) || remaining <= 0) return built.response;
-        if (this.stopped || req.signal?.aborted === true) return built.response;
-        const woken = await this.wait(req.userId, built, remaining, req.signal);
+        if (this.stopped) return built.response;
+        const woken = await this.wait(req.userId, built, remaining, req.onClientGone);
         if (!woken) return built.response;
         // Nothing relevant happened up to these positions: continue from them.
         from = built.positions;
@@ -121,21 +121,30 @@ export class SyncService {
   /** The server is stopping: waiting syncs answer now, later ones do not wait. */
   stopping(): void {
     this.stopped = true;
-    for (const w of this.waits) w.abort();
+    for (const cancel of [...this.waits]) cancel();
   }
 
-  /** Waits for news for the user or their rooms after the built positions; false on timeout or abort. */
-  private async wait(userId: string, built: BuiltSync, timeoutMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    const controller = new AbortController();
-    const onAbort = () => controller.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    this.waits.add(controller);
-    try {
-      return await this.deps.notifier.wait({ userId, roomIds: built.joinedRoomIds, since: built.positions, timeoutMs, signal: controller.signal });
-    } finally {
-      this.waits.delete(controller);
-      signal?.removeEventListener('abort', onAbort);
-    }
+  /** Waits for news for the user or their rooms after the built positions; false on timeout or cancellation. */
+  private wait(
+    userId: string,
+    built: BuiltSync,
+    timeoutMs: number,
+    onClientGone: SyncRequest['onClientGone'],
+  ): Promise<boolean> {
+    return this.deps.notifier.wait({
+      userId,
+      roomIds: built.joinedRoomIds,
+      since: built.positions,
+      timeoutMs,
+      onCancel: (cancel) => {
+        this.waits.add(cancel);
+        const offClient = onClientGone?.(cancel);
+        return () => {
+          this.waits.delete(cancel);
+          offClient?.();
+        };
+      },
+    });
   }
 
   private pass(req: SyncRequest, filter: CompiledFilter, since: StreamPositions | undefined, fullState: boolean): Omit<SyncPass, 'ignored'> {

@@ -1,6 +1,10 @@
 // Presence of local users on the presence stream. A user is online while they sync (or set it),
 // unavailable after being idle for a while or when they say so, offline once they stop syncing.
 // Changes are shown to the users who share a room with them.
+//
+// Every sync and every send asks for the user's presence, so rows are kept in memory (written
+// through to the database), and so is the recent log of who changed at which position: a sync
+// finds there that nothing changed since its token without reading the database.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -25,6 +29,10 @@ export const IDLE_TIMEOUT_MS = 5 * 60_000;
 /** Within this of their last activity a user is `currently_active`; activity inside it is not re-announced. */
 export const LAST_ACTIVE_GRANULARITY_MS = 60_000;
 const MAX_STATUS_MSG_LENGTH = 1024;
+/** Presence rows kept in memory (least recently used dropped first). */
+const ROWS_KEPT = 50_000;
+/** Recent changes remembered; a sync token older than them reads the database. */
+const CHANGES_KEPT = 10_000;
 
 export interface PresenceServiceDeps {
   readonly db: Kysely<Schema>;
@@ -65,6 +73,11 @@ export class PresenceService {
   private readonly lastSyncEnd = new Map<string, number>();
   private readonly startedAt: number;
   private timer: NodeJS.Timeout | undefined;
+  /** Rows by user (null: the user has none), as stored. */
+  private readonly rows = new Map<string, PresenceRow | null>();
+  /** Who changed at which position, oldest first; positions after `changesFloor` are all here. */
+  private readonly changes: { readonly position: number; readonly userId: string }[] = [];
+  private changesFloor: number | undefined;
 
   constructor(private readonly deps: PresenceServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -89,7 +102,7 @@ export class PresenceService {
     if (!this.enabled) return;
     const now = this.now();
     this.lastSyncEnd.set(userId, now);
-    const current = await selectPresence(this.deps.db, userId);
+    const current = await this.rowOf(userId);
     await this.store(userId, {
       state: state as PresenceState,
       statusMsg: typeof statusMsg === 'string' ? statusMsg : null,
@@ -106,7 +119,7 @@ export class PresenceService {
       const visible = new Set(await this.deps.usersSharingRooms(requesterId));
       if (!visible.has(userId)) throw HearthError.forbidden('You are not allowed to see their presence');
     }
-    const row = this.enabled ? await selectPresence(this.deps.db, userId) : undefined;
+    const row = this.enabled ? await this.rowOf(userId) : undefined;
     if (!row) return { presence: 'offline' };
     return this.contentOf(row, this.now());
   }
@@ -129,7 +142,7 @@ export class PresenceService {
       this.lastSyncEnd.set(userId, this.now());
     };
     try {
-      const current = await selectPresence(this.deps.db, userId);
+      const current = await this.rowOf(userId);
       const now = this.now();
       if (setPresence === 'online' && (!current || current.state === 'offline')) {
         await this.store(userId, { state: 'online', statusMsg: current?.statusMsg ?? null, lastActiveTs: now });
@@ -150,7 +163,7 @@ export class PresenceService {
   async bumpActive(userId: string): Promise<void> {
     if (!this.enabled) return;
     const now = this.now();
-    const current = await selectPresence(this.deps.db, userId);
+    const current = await this.rowOf(userId);
     if (current && current.state === 'online' && now - current.lastActiveTs < LAST_ACTIVE_GRANULARITY_MS) return;
     await this.store(userId, { state: 'online', statusMsg: current?.statusMsg ?? null, lastActiveTs: now });
   }
@@ -158,7 +171,7 @@ export class PresenceService {
   /** The profile shown with presence changed: announce the presence again. */
   async profileChanged(userId: string): Promise<void> {
     if (!this.enabled) return;
-    const current = await selectPresence(this.deps.db, userId);
+    const current = await this.rowOf(userId);
     if (current) await this.store(userId, current);
   }
 
@@ -168,9 +181,21 @@ export class PresenceService {
    */
   async presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> {
     if (!this.enabled) return [];
-    const visible = new Set(await this.deps.usersSharingRooms(userId));
-    visible.add(userId);
-    const rows = await selectPresenceSince(this.deps.db, [...visible], afterPosition);
+    let users: string[];
+    const changed = this.changedAfter(afterPosition);
+    if (changed === undefined) {
+      const visible = new Set(await this.deps.usersSharingRooms(userId));
+      visible.add(userId);
+      users = [...visible];
+    } else {
+      if (changed.size === 0) return [];
+      const others = [...changed].filter((u) => u !== userId);
+      const visible = others.length === 0 ? new Set<string>() : new Set(await this.deps.usersSharingRooms(userId));
+      users = others.filter((u) => visible.has(u));
+      if (changed.has(userId)) users.push(userId);
+      if (users.length === 0) return [];
+    }
+    const rows = await selectPresenceSince(this.deps.db, users, afterPosition);
     const now = this.now();
     return rows.map((r) => {
       const content = this.contentOf(r, now);
@@ -222,14 +247,54 @@ export class PresenceService {
     return content;
   }
 
+  /** The users whose presence changed after the position, or undefined when that is not remembered. */
+  private changedAfter(afterPosition: number): Set<string> | undefined {
+    if (afterPosition <= 0 || this.changesFloor === undefined || afterPosition < this.changesFloor) return undefined;
+    const users = new Set<string>();
+    for (let i = this.changes.length - 1; i >= 0 && this.changes[i]!.position > afterPosition; i--) users.add(this.changes[i]!.userId);
+    return users;
+  }
+
+  private async rowOf(userId: string): Promise<PresenceRow | undefined> {
+    const kept = this.rows.get(userId);
+    if (kept !== undefined) return kept ?? undefined;
+    const row = await selectPresence(this.deps.db, userId);
+    // A store that finished meanwhile has the newer row.
+    if (!this.rows.has(userId)) this.keep(userId, row ?? null);
+    return this.rows.get(userId) ?? undefined;
+  }
+
+  private keep(userId: string, row: PresenceRow | null): void {
+    this.rows.delete(userId);
+    this.rows.set(userId, row);
+    if (this.rows.size > ROWS_KEPT) this.rows.delete(this.rows.keys().next().value as string);
+  }
+
   private async store(userId: string, next: Pick<PresenceRow, 'state' | 'statusMsg' | 'lastActiveTs'>): Promise<void> {
-    const position = await this.deps.db.transaction().execute(async (trx) => {
-      const p = await allocateStreamPosition(trx, 'presence');
-      await upsertPresence(trx, { userId, state: next.state, statusMsg: next.statusMsg, lastActiveTs: next.lastActiveTs, position: p });
-      return p;
+    // Positions read before this store are covered by the log from here on.
+    this.changesFloor ??= this.deps.notifier.current().presence;
+    const row = await this.deps.db.transaction().execute(async (trx) => {
+      const position = await allocateStreamPosition(trx, 'presence');
+      const stored: PresenceRow = { userId, state: next.state, statusMsg: next.statusMsg, lastActiveTs: next.lastActiveTs, position };
+      await upsertPresence(trx, stored);
+      return stored;
     });
+    const kept = this.rows.get(userId);
+    if (kept === undefined || kept === null || kept.position < row.position) this.keep(userId, row);
+    this.remember(row.position, userId);
     const audience = new Set(await this.deps.usersSharingRooms(userId));
     audience.add(userId);
-    this.deps.notifier.notify({ stream: 'presence', position, userIds: [...audience] });
+    this.deps.notifier.notify({ stream: 'presence', position: row.position, userIds: [...audience] });
+  }
+
+  /** Logs a change, kept in position order (concurrent stores may commit out of order). */
+  private remember(position: number, userId: string): void {
+    let i = this.changes.length;
+    while (i > 0 && this.changes[i - 1]!.position > position) i--;
+    this.changes.splice(i, 0, { position, userId });
+    if (this.changes.length > CHANGES_KEPT) {
+      const dropped = this.changes.splice(0, this.changes.length - CHANGES_KEPT / 2);
+      this.changesFloor = Math.max(this.changesFloor ?? 0, dropped[dropped.length - 1]!.position);
+    }
   }
 }

@@ -1,5 +1,5 @@
-// HttpRequest.signal: aborted when the client closes the connection before the reply is sent,
-// and never for a request that got its reply.
+// HttpRequest.onClientGone: the listener runs when the client closes the connection before the
+// reply is sent, never for a request that got its reply, and not after it was removed.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,13 +7,22 @@ import type { AddressInfo } from 'node:net';
 import { buildHttpApp } from '../../src/http/app.js';
 import type { HttpRequest, RouteDef } from '../../src/http/route.js';
 
-const seen: { aborted: boolean; signal: AbortSignal | undefined }[] = [];
+interface Seen {
+  gone: boolean;
+  removedGone: boolean;
+  /** Whether a listener added after the client went ran at once. */
+  lateRanAtOnce?: boolean;
+  req: HttpRequest;
+}
+const seen: Seen[] = [];
 
-/** Waits until the request's signal aborts (or 5 s pass), then replies with what it saw. */
-function waitForAbort(req: HttpRequest): Promise<boolean> {
+/** Waits until the client goes (or 5 s pass); a second listener, removed at once, must stay silent. */
+function waitForClientGone(entry: Seen): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), 5000);
-    req.signal?.addEventListener('abort', () => {
+    const remove = entry.req.onClientGone!(() => void (entry.removedGone = true));
+    remove();
+    entry.req.onClientGone!(() => {
       clearTimeout(timer);
       resolve(true);
     });
@@ -28,10 +37,16 @@ const routes: RouteDef[] = [
     versions: ['v3'],
     path: '/hang',
     handler: async (req) => {
-      const entry = { aborted: false, signal: req.signal };
+      const entry: Seen = { gone: false, removedGone: false, req };
       seen.push(entry);
-      entry.aborted = await waitForAbort(req);
-      return { body: { aborted: entry.aborted } };
+      const gone = await waitForClientGone(entry);
+      if (gone) {
+        let late = false;
+        req.onClientGone!(() => void (late = true));
+        entry.lateRanAtOnce = late;
+      }
+      entry.gone = gone;
+      return { body: { gone } };
     },
   },
   {
@@ -41,7 +56,9 @@ const routes: RouteDef[] = [
     versions: ['v3'],
     path: '/quick',
     handler: (req) => {
-      seen.push({ aborted: false, signal: req.signal });
+      const entry: Seen = { gone: false, removedGone: false, req };
+      seen.push(entry);
+      req.onClientGone!(() => void (entry.gone = true));
       return { body: {} };
     },
   },
@@ -57,27 +74,29 @@ after(async () => {
   await app.close();
 });
 
-test('a request that got its reply is not aborted', async () => {
+test('a request that got its reply never hears of the client going', async () => {
   seen.length = 0;
   const res = await fetch(`${base}/_matrix/client/v3/quick`);
   assert.equal(res.status, 200);
   await res.json();
   await new Promise((r) => setTimeout(r, 50));
-  assert.ok(seen[0]!.signal instanceof AbortSignal);
-  assert.equal(seen[0]!.signal.aborted, false);
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.gone, false);
 });
 
-test('a client that goes away aborts the request signal', async () => {
+test('a client that goes away calls the listener, and not one that was removed', async () => {
   seen.length = 0;
   const controller = new AbortController();
   const res = fetch(`${base}/_matrix/client/v3/hang`, { signal: controller.signal }).catch((err: unknown) => err);
   while (seen.length === 0) await new Promise((r) => setTimeout(r, 2));
-  assert.equal(seen[0]!.signal?.aborted, false);
+  assert.equal(seen[0]!.gone, false);
   controller.abort();
   assert.ok((await res) instanceof Error);
   const deadline = Date.now() + 2000;
-  while (!seen[0]!.aborted) {
-    assert.ok(Date.now() < deadline, 'the handler never saw the abort');
+  while (!seen[0]!.gone) {
+    assert.ok(Date.now() < deadline, 'the handler never heard the client go');
     await new Promise((r) => setTimeout(r, 2));
   }
+  assert.equal(seen[0]!.removedGone, false);
+  assert.equal(seen[0]!.lateRanAtOnce, true, 'a listener added after the client went runs at once');
 });

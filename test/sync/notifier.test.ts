@@ -44,15 +44,41 @@ test('a change between reading and waiting is not missed', async () => {
   assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!r1:hs'], since: since2, timeoutMs: 20 }), false);
 });
 
-test('timeout and abort end the wait with false and leave nothing registered', async () => {
+test('timeout and cancellation end the wait with false and leave nothing registered', async () => {
   const n = new Notifier({ events: 10 });
   assert.equal(n.current().events, 10);
   assert.equal(await n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10 }), false);
-  const ac = new AbortController();
-  const w = n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10_000, signal: ac.signal });
-  ac.abort();
+  let cancel: (() => void) | undefined;
+  let unregistered = 0;
+  const onCancel = (c: () => void) => {
+    cancel = c;
+    return () => void unregistered++;
+  };
+  const w = n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10_000, onCancel });
+  assert.equal(n.waiting, 1);
+  cancel!();
   assert.equal(await w, false);
   assert.equal(n.waiting, 0);
+  assert.equal(unregistered, 1);
+  // Cancelled while registering (the client had gone already): over at once, unregistered too.
+  const early = n.wait({
+    userId: '@a:hs',
+    roomIds: ['!r:hs'],
+    since: n.current(),
+    timeoutMs: 10_000,
+    onCancel: (c) => {
+      c();
+      return () => void unregistered++;
+    },
+  });
+  assert.equal(await early, false);
+  assert.equal(n.waiting, 0);
+  assert.equal(unregistered, 2);
+  // A woken wait unregisters its cancellation as well.
+  const woken = n.wait({ userId: '@a:hs', roomIds: ['!r:hs'], since: n.current(), timeoutMs: 10_000, onCancel });
+  n.notify({ stream: 'events', position: 11, roomIds: ['!r:hs'] });
+  assert.equal(await woken, true);
+  assert.equal(unregistered, 3);
   assert.equal(await n.wait({ userId: '@a:hs', roomIds: [], since: n.current(), timeoutMs: 0 }), false);
 });
 

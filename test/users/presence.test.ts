@@ -69,6 +69,20 @@ for (const backend of await storageBackends()) {
       assert.deepEqual((await presence.presenceSince(carol, 0)).map((e) => e.sender), [carol]);
     });
 
+    test('presenceSince answers from the change log as the database would', async () => {
+      const mark = notifier.current().presence;
+      await presence.setPresence(carol, carol, 'unavailable');
+      // Carol shares no room with bob: her change is not his news.
+      assert.deepEqual(await presence.presenceSince(bob, mark), []);
+      await presence.setPresence(alice, alice, 'online');
+      const fromLog = await presence.presenceSince(bob, mark);
+      assert.deepEqual(fromLog.map((e) => [e.sender, e.content.presence]), [[alice, 'online']]);
+      assert.deepEqual(await presence.presenceSince(bob, notifier.current().presence), []);
+      // A new service (as after a restart) remembers no changes and reads the database: same answer.
+      const fresh = new PresenceService({ db: h.db, notifier, usersSharingRooms: rooms.usersSharingRooms, now: () => now });
+      assert.deepEqual(await fresh.presenceSince(bob, mark), fromLog);
+    });
+
     test('syncing brings an offline user online; set_presence=offline changes nothing; unavailable marks idle', async () => {
       const dave = `@dave:${SERVER}`;
       rooms.join(`!r:${SERVER}`, dave);

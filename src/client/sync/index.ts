@@ -58,7 +58,9 @@ export function syncRoutes(deps: { sync: SyncService }): RouteDef[] {
           ...(setPresence !== undefined ? { setPresence } : {}),
           timeoutMs,
           // Only a sync that may wait needs to hear of the client leaving.
-          ...(timeoutMs > 0 && since !== undefined && req.signal !== undefined ? { signal: req.signal } : {}),
+          ...(timeoutMs > 0 && since !== undefined && req.onClientGone !== undefined
+            ? { onClientGone: (listener: () => void) => req.onClientGone!(listener) }
+            : {}),
         });
         return { body };
       },
