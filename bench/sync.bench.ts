@@ -243,14 +243,16 @@ async function manyRooms(): Promise<void> {
     await ok('PUT', `/rooms/${enc(roomId)}/send/m.room.message/x${i}`, other.token, { msgtype: 'm.text', body: `hello ${i}` });
     rooms.push(roomId);
   }
-  console.log(`${ROOMS} rooms set up in ${((performance.now() - created) / 1000).toFixed(1)} s`);
+  console.log(`${ROOMS} rooms set up in ${((performance.now() - created) / 1000).toFixed(1)} s (server peak RSS so far ${peakRssMb(server.child.pid!).toFixed(0)} MB)`);
   const q = 'set_presence=offline';
   const initial: number[] = [];
+  let initialBytes = 0;
   let token = '';
   for (let i = 0; i < 5; i++) {
     const [ms, s] = await timed(() => sync(heavy, q));
     if (Object.keys(s['rooms']['join']).length !== ROOMS) throw new Error('initial sync misses rooms');
     initial.push(ms);
+    if (i === 0) initialBytes = Buffer.byteLength(JSON.stringify(s));
     token = s['next_batch'] as string;
   }
   const withMessage: number[] = [];
@@ -270,7 +272,7 @@ async function manyRooms(): Promise<void> {
     return `median ${percentile(s, 50).toFixed(1)} ms, p90 ${percentile(s, 90).toFixed(1)} ms`;
   };
   console.log(`a user in ${ROOMS} rooms:`);
-  console.log(`  initial sync            ${show(initial)} (${initial.length} runs)`);
+  console.log(`  initial sync            ${show(initial)} (${initial.length} runs, ${(initialBytes / 1e6).toFixed(1)} MB of JSON)`);
   console.log(`  incremental, 1 message  ${show(withMessage)} (${withMessage.length} runs)`);
   console.log(`  incremental, no news    ${show(quiet)} (${quiet.length} runs)`);
 }

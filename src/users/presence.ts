@@ -3,8 +3,9 @@
 // Changes are shown to the users who share a room with them.
 //
 // Every sync and every send asks for the user's presence, so rows are kept in memory (written
-// through to the database), and so is the recent log of who changed at which position: a sync
-// finds there that nothing changed since its token without reading the database.
+// through to the database), and so is the recent log of who changed at which position and who
+// was told: a sync finds there whether anything changed for it since its token without reading
+// the database.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -31,8 +32,10 @@ export const LAST_ACTIVE_GRANULARITY_MS = 60_000;
 const MAX_STATUS_MSG_LENGTH = 1024;
 /** Presence rows kept in memory (least recently used dropped first). */
 const ROWS_KEPT = 50_000;
-/** Recent changes remembered; a sync token older than them reads the database. */
-const CHANGES_KEPT = 10_000;
+/** Recent changes remembered (with their audiences); a sync token older than them reads the database. */
+const CHANGES_KEPT = 2_000;
+/** Audience entries remembered over all those changes (about 50 bytes each). */
+const AUDIENCE_KEPT = 200_000;
 
 export interface PresenceServiceDeps {
   readonly db: Kysely<Schema>;
@@ -75,9 +78,10 @@ export class PresenceService {
   private timer: NodeJS.Timeout | undefined;
   /** Rows by user (null: the user has none), as stored. */
   private readonly rows = new Map<string, PresenceRow | null>();
-  /** Who changed at which position, oldest first; positions after `changesFloor` are all here. */
-  private readonly changes: { readonly position: number; readonly userId: string }[] = [];
+  /** Who changed at which position and who shares a room with them, oldest first; positions after `changesFloor` are all here. */
+  private readonly changes: PresenceChange[] = [];
   private changesFloor: number | undefined;
+  private audienceKept = 0;
 
   constructor(private readonly deps: PresenceServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -182,18 +186,14 @@ export class PresenceService {
   async presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> {
     if (!this.enabled) return [];
     let users: string[];
-    const changed = this.changedAfter(afterPosition);
+    const changed = this.changedAfter(afterPosition, userId);
     if (changed === undefined) {
       const visible = new Set(await this.deps.usersSharingRooms(userId));
       visible.add(userId);
       users = [...visible];
     } else {
       if (changed.size === 0) return [];
-      const others = [...changed].filter((u) => u !== userId);
-      const visible = others.length === 0 ? new Set<string>() : new Set(await this.deps.usersSharingRooms(userId));
-      users = others.filter((u) => visible.has(u));
-      if (changed.has(userId)) users.push(userId);
-      if (users.length === 0) return [];
+      users = [...changed];
     }
     const rows = await selectPresenceSince(this.deps.db, users, afterPosition);
     const now = this.now();
@@ -247,11 +247,17 @@ export class PresenceService {
     return content;
   }
 
-  /** The users whose presence changed after the position, or undefined when that is not remembered. */
-  private changedAfter(afterPosition: number): Set<string> | undefined {
+  /**
+   * The users whose presence changed after the position, told to this user (they shared a room
+   * then, or it is the user); undefined when changes that far back are not remembered.
+   */
+  private changedAfter(afterPosition: number, userId: string): Set<string> | undefined {
     if (afterPosition <= 0 || this.changesFloor === undefined || afterPosition < this.changesFloor) return undefined;
     const users = new Set<string>();
-    for (let i = this.changes.length - 1; i >= 0 && this.changes[i]!.position > afterPosition; i--) users.add(this.changes[i]!.userId);
+    for (let i = this.changes.length - 1; i >= 0 && this.changes[i]!.position > afterPosition; i--) {
+      const c = this.changes[i]!;
+      if (c.audience.has(userId)) users.add(c.userId);
+    }
     return users;
   }
 
@@ -281,20 +287,33 @@ export class PresenceService {
     });
     const kept = this.rows.get(userId);
     if (kept === undefined || kept === null || kept.position < row.position) this.keep(userId, row);
-    this.remember(row.position, userId);
     const audience = new Set(await this.deps.usersSharingRooms(userId));
     audience.add(userId);
+    this.remember({ position: row.position, userId, audience });
     this.deps.notifier.notify({ stream: 'presence', position: row.position, userIds: [...audience] });
   }
 
   /** Logs a change, kept in position order (concurrent stores may commit out of order). */
-  private remember(position: number, userId: string): void {
+  private remember(change: PresenceChange): void {
     let i = this.changes.length;
-    while (i > 0 && this.changes[i - 1]!.position > position) i--;
-    this.changes.splice(i, 0, { position, userId });
-    if (this.changes.length > CHANGES_KEPT) {
-      const dropped = this.changes.splice(0, this.changes.length - CHANGES_KEPT / 2);
-      this.changesFloor = Math.max(this.changesFloor ?? 0, dropped[dropped.length - 1]!.position);
+    while (i > 0 && this.changes[i - 1]!.position > change.position) i--;
+    this.changes.splice(i, 0, change);
+    this.audienceKept += change.audience.size;
+    if (this.changes.length <= CHANGES_KEPT && this.audienceKept <= AUDIENCE_KEPT) return;
+    // Drop the older half (by count and by audience), at least one change.
+    let n = 0;
+    while (n < this.changes.length && (n < this.changes.length - CHANGES_KEPT / 2 || this.audienceKept > AUDIENCE_KEPT / 2)) {
+      this.audienceKept -= this.changes[n]!.audience.size;
+      n++;
     }
+    const dropped = this.changes.splice(0, n);
+    this.changesFloor = Math.max(this.changesFloor ?? 0, dropped[dropped.length - 1]!.position);
   }
+}
+
+interface PresenceChange {
+  readonly position: number;
+  readonly userId: string;
+  /** The users told of it: the user and those sharing a room with them at the time. */
+  readonly audience: ReadonlySet<string>;
 }
