@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50
 // The `hearth` command.
 
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ Commands:
       Print a complete commented configuration file (defaults: localhost, ./data).
   generate-keys [--private-key FILE]
       Write a new Ed25519 signing key to FILE (never overwriting one), or print it.
-  help
+  help, --help, -h
       Show this text.
 `;
 
@@ -62,8 +62,12 @@ const COMMANDS: Record<string, (args: string[]) => void | Promise<void>> = {
   help: () => void process.stdout.write(USAGE),
 };
 
+/** The usual help flags, as a first argument, mean the help command. */
+const HELP_FLAGS = new Set(['--help', '-h']);
+
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const [given, ...rest] = argv;
+  const name = given !== undefined && HELP_FLAGS.has(given) ? 'help' : given;
   const command = name === undefined ? undefined : COMMANDS[name];
   if (command === undefined || !Object.hasOwn(COMMANDS, name!)) {
     process.stderr.write(name === undefined ? USAGE : `Unknown command "${name}"\n\n${USAGE}`);

@@ -31,6 +31,9 @@ export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectName)
     provider,
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: `${MIGRATION_TABLE}_lock`,
+    // Names are ASCII and numbered: a plain comparison. (The default, localeCompare, loads ICU's
+    // collation data: some 3 MB of resident memory for as long as the server runs.)
+    nameComparator: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
