@@ -22,6 +22,7 @@ import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
 import { currentStreamPositions } from './storage/streams.js';
 import { Notifier } from './sync/notifier.js';
+import { DeviceListTracker } from './sync/device-lists.js';
 import { SyncService } from './sync/sync-service.js';
 import { roomRoutes } from './client/rooms/index.js';
 import { syncRoutes } from './client/sync/index.js';
@@ -38,6 +39,8 @@ import { ReceiptService } from './users/receipts.js';
 import { ToDeviceService } from './users/to-device.js';
 import { TypingService } from './users/typing.js';
 import { UserDirectoryService } from './users/user-directory.js';
+import { DeviceKeyService } from './users/device-keys.js';
+import { keyRoutes } from './client/keys/index.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -105,9 +108,10 @@ export interface Services {
   readonly toDevice: ToDeviceService;
   readonly presence: PresenceService;
   readonly sync: SyncService;
+  readonly deviceKeys: DeviceKeyService;
 }
 
-type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted'>;
+type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged'>;
 
 /** The account service as the configuration asks for it; every new account gets a profile. */
 export function accountService(
@@ -151,6 +155,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
       await presence?.profileChanged(userId);
     },
   });
+  const accountData = new AccountDataService({ db, notifier });
   rooms = new RoomService({
     db,
     dialect: core.database.dialect,
@@ -158,10 +163,10 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     signingKey: core.signingKey,
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
+    ignoredUsers: (userId) => accountData.ignoredUsers(userId),
   });
   const roomService = rooms;
   presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });
-  const accountData = new AccountDataService({ db, notifier });
   const pushRules = new PushRuleService({ accountData });
   const filters = new FilterService({ db });
   const typing = new TypingService({ notifier, isJoined });
@@ -181,7 +186,14 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     usersSharingRooms: sharing,
     usersInPublicRooms: () => usersInPublicRooms(db),
   });
+  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing });
+  const deviceLists = new DeviceListTracker({ db, reader: roomService.reader, notifier });
+  // The device change is committed by then: a failure to announce it must not fail the request.
+  const announcing = (what: string, fn: () => Promise<void>) =>
+    fn().catch((err: unknown) => core.log.warn(`announcing ${what} failed`, { err: String(err) }));
   const accounts = accountService(core, {
+    onDeviceChanged: (userId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId)),
+    onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
     // A deactivated account leaves every room it is in.
     onDeactivate: async (userId) => {
       const actor = { userId, deviceId: null };
@@ -193,7 +205,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
   });
   presence.start();
-  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence });
+  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence, deviceKeys, deviceLists });
 
   const parts: ServerPart[] = [
     {
@@ -223,10 +235,11 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
       },
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
+    { name: 'keys', routes: keyRoutes({ deviceKeys, deviceLists }) },
   ];
   return {
     parts,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys },
   };
 }
 

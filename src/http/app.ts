@@ -3,6 +3,8 @@
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { parseJsonObjectBody } from './body.js';
+import { answerClientError } from './client-error.js';
+import { CORS_HEADERS } from './cors.js';
 import type { RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
@@ -42,11 +44,12 @@ function routeAuth(route: RouteDef): RouteAuth {
 
 async function authorize(
   route: RouteDef,
-  req: HttpRequest,
+  req: IncomingRequest,
   authenticate: Authenticator | undefined,
 ): Promise<Requester | undefined> {
   const mode = routeAuth(route);
   if (mode === 'none') return undefined;
+  if (req.accessTokenError !== undefined) throw req.accessTokenError;
   if (req.accessToken === undefined) {
     if (mode === 'optional') return undefined;
     throw new HearthError(401, 'M_MISSING_TOKEN', 'Missing access token');
@@ -63,16 +66,18 @@ async function authorize(
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE'];
 const DEFAULT_JSON_BODY_LIMIT = 1024 * 1024;
 
-const CORS_HEADERS = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'GET, HEAD, POST, PUT, DELETE, OPTIONS',
-  'access-control-allow-headers': 'X-Requested-With, Content-Type, Authorization, Date',
-} as const;
-
-function bearerToken(req: FastifyRequest): string | undefined {
+/**
+ * The access token from `Authorization: Bearer` or the `access_token` query parameter. Both at once
+ * is refused, as Synapse does: which one was meant is unknowable (401 M_MISSING_TOKEN, thrown only
+ * by routes that read a token).
+ */
+function bearerToken(req: FastifyRequest): string | HearthError | undefined {
   const header = req.headers.authorization;
-  if (typeof header === 'string' && header.startsWith('Bearer ')) return header.slice(7).trim();
   const q = (req.query as Record<string, unknown>)['access_token'];
+  if (header !== undefined && q !== undefined) {
+    return new HearthError(401, 'M_MISSING_TOKEN', 'Mixing Authorization headers and access_token query parameters');
+  }
+  if (typeof header === 'string' && header.startsWith('Bearer ')) return header.slice(7).trim();
   return typeof q === 'string' ? q : undefined;
 }
 
@@ -84,6 +89,8 @@ class IncomingRequest implements HttpRequest {
   body: unknown = undefined;
   readonly headers: FastifyRequest['headers'];
   readonly accessToken: string | undefined;
+  /** Why the token could not be read (set instead of `accessToken`). */
+  readonly accessTokenError: HearthError | undefined;
   readonly remoteAddress: string;
   requester?: Requester;
   readonly #reply: FastifyReply;
@@ -94,7 +101,9 @@ class IncomingRequest implements HttpRequest {
     this.params = req.params as Record<string, string>;
     this.query = req.query as Record<string, string | string[] | undefined>;
     this.headers = req.headers;
-    this.accessToken = bearerToken(req);
+    const token = bearerToken(req);
+    this.accessToken = token instanceof HearthError ? undefined : token;
+    this.accessTokenError = token instanceof HearthError ? token : undefined;
     this.remoteAddress = req.ip;
   }
 
@@ -138,6 +147,8 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     // Errors the router meets before any hook runs (a malformed percent-encoding, an overlong
     // parameter) get the spec's error shape and CORS headers too.
     frameworkErrors: (err, _req, reply) => sendError(reply, err, reply.log),
+    // Requests the HTTP parser rejects (when Fastify's own server listens, as in tests).
+    clientErrorHandler: answerClientError,
   });
 
   app.removeAllContentTypeParsers();
@@ -179,17 +190,23 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     }
   }
 
-  // A known path asked with a method it does not serve: 405, not 404.
+  // A known path asked with a method it does not serve: 405, not 404, with the methods it does
+  // serve in Allow (RFC 9110 requires it on a 405).
   for (const [url, methods] of methodsByPath) {
     const others: string[] = METHODS.filter((m) => !methods.has(m) && !(m === 'GET' && methods.has('GET')));
     // HEAD is answered wherever GET is; PATCH is served nowhere.
     if (!methods.has('GET')) others.push('HEAD');
     others.push('PATCH');
+    const served: string[] = METHODS.filter((m) => methods.has(m));
+    if (methods.has('GET')) served.splice(1, 0, 'HEAD');
+    // OPTIONS (the CORS preflight) is answered on every path.
+    served.push('OPTIONS');
+    const allow = served.join(', ');
     app.route({
       method: others,
       url,
       handler: async (_req, reply) =>
-        reply.code(405).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }),
+        reply.code(405).header('allow', allow).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }),
     });
   }
 

@@ -139,7 +139,11 @@ export function checkStateDependentAuth(
 
   // 5. The sender must be joined.
   const senderMembership = view.membership(event.sender);
-  if (senderMembership !== 'join') return deny(`sender is not joined (membership ${senderMembership})`);
+  if (senderMembership !== 'join') {
+    // A user the room never saw has no member event: say so rather than report 'leave'.
+    if (view.get('m.room.member', event.sender) === undefined) return deny('sender is not joined (not in the room)');
+    return deny(`sender is not joined (membership ${senderMembership})`);
+  }
 
   const senderLevel = view.userLevel(event.sender);
   const levels = view.levels;

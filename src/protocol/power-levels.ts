@@ -230,6 +230,32 @@ export function powerLevelsContentProblem(
   return undefined;
 }
 
+/** A level a client may set: a JSON integer; before v10 also a numeric string ("50"). Never a float. */
+function clientLevelValid(value: unknown, version: RoomVersion): boolean {
+  if (typeof value === 'number') return Number.isSafeInteger(value);
+  return typeof value === 'string' && parsePowerLevelValue(value, version) !== undefined;
+}
+
+/**
+ * Why power_levels content sent by a local client is malformed, or undefined when it is fine.
+ * Stricter than the auth rules (which read a bad level as absent): every level present, top-level
+ * or in `events`, `notifications` and `users`, must be a level, and `users` keys user ids. Checked
+ * before authorization, as Synapse does, so a malformed event is 400 M_BAD_JSON, not 403.
+ */
+export function clientPowerLevelsProblem(content: JsonObject, version: RoomVersion): string | undefined {
+  const valid = (level: unknown): boolean => clientLevelValid(level, version);
+  const kind = version.enforceIntPowerLevels ? 'an integer' : 'an integer or a string of one';
+  for (const field of POWER_LEVEL_FIELDS) {
+    if (Object.hasOwn(content, field) && !valid(content[field])) return `power levels: "${field}" must be ${kind}`;
+  }
+  for (const name of ['events', 'notifications', 'users'] as const) {
+    if (!Object.hasOwn(content, name)) continue;
+    const problem = levelObjectProblem(content[name], name, valid, name === 'users');
+    if (problem !== undefined) return `${problem} (levels must be ${kind})`;
+  }
+  return powerLevelsContentProblem(content, version);
+}
+
 /** The room creator: the create event's sender from v11, `content.creator` before. */
 export function roomCreator(
   createEvent: RoomEvent | undefined,

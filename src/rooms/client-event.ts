@@ -1,7 +1,9 @@
 // Events as the client API serves them ("ClientEvent"): event_id, type, content, sender,
 // origin_server_ts, room_id, state_key, unsigned. A redacted event is served in the redacted form
 // of its room version with unsigned.redacted_because; a state event carries prev_content and
-// replaces_state; the sending device sees its transaction_id.
+// replaces_state; the sending device sees its transaction_id. A filter's event_format
+// "federation" asks for the PDU instead (hashes, signatures, auth and prev events, depth), with
+// event_id and the same unsigned.
 
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
@@ -26,8 +28,10 @@ export interface ClientEventOptions {
   readonly viewer?: { readonly userId: string; readonly deviceId: string | null };
   /** When the event is redacted: the redaction, already in client format. */
   readonly redactedBecause?: ClientEvent;
-  /** Sync leaves room_id out of events inside a room's section. */
+  /** Sync leaves room_id out of events inside a room's section (client format only). */
   readonly omitRoomId?: boolean;
+  /** "federation": the event as stored (redacted if it is), plus event_id and unsigned. */
+  readonly format?: 'client' | 'federation';
 }
 
 /** Unsigned keys a redacted event keeps. */
@@ -35,7 +39,8 @@ const REDACTED_UNSIGNED_KEYS = ['replaces_state'];
 
 export function toClientEvent(e: StoredEvent, options: ClientEventOptions): ClientEvent {
   const redacted = e.redactedBy !== undefined;
-  const content = redacted ? redactEvent(e.pdu, e.version).content : e.pdu.content;
+  const pdu = redacted ? redactEvent(e.pdu, e.version) : e.pdu;
+  const content = pdu.content;
   const unsigned: JsonObject = {};
   if (e.unsigned !== undefined) {
     for (const [k, v] of Object.entries(e.unsigned)) {
@@ -50,6 +55,7 @@ export function toClientEvent(e: StoredEvent, options: ClientEventOptions): Clie
   if (redacted && options.redactedBecause !== undefined) {
     unsigned.redacted_because = options.redactedBecause as unknown as JsonObject;
   }
+  if (options.format === 'federation') return { ...pdu, event_id: e.eventId, unsigned } as ClientEvent;
   const out: ClientEvent = {
     event_id: e.eventId,
     type: e.type,

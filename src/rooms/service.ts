@@ -29,21 +29,25 @@ import { redactEvent } from './perform/redact.js';
 import { sendMessageEvent, sendStateEvent } from './perform/send.js';
 import { eventContext, roomEvent, type EventContext } from './query/events.js';
 import { joinedMembers, joinedRooms, roomMembers, type JoinedMember, type MembersRequest } from './query/members.js';
-import { roomMessages, type MessagesRequest, type MessagesResponse } from './query/messages.js';
+import { ignoresNobody, roomMessages, type IgnoredUsersOf, type MessagesRequest, type MessagesResponse } from './query/messages.js';
 import { roomState, roomStateEvent } from './query/state.js';
 import type { RoomEventFilter } from '../protocol/filters.js';
 import type { RoomReader } from './reader.js';
 
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
+export type { IgnoredUsersOf } from './query/messages.js';
 
 export class RoomService {
   private readonly core: RoomCore;
   private readonly defaultRoomVersion: string;
+  private readonly ignoredUsers: IgnoredUsersOf;
 
-  constructor(deps: RoomServiceDeps) {
+  /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
+  constructor(deps: RoomServiceDeps & { readonly ignoredUsers?: IgnoredUsersOf }) {
     this.core = new RoomCore(deps);
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
+    this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
   }
 
   /** Read access to rooms and events (what sync builds on). */
@@ -112,15 +116,15 @@ export class RoomService {
   // ---- reads ----
 
   getEvent(actor: Actor, roomId: string, eventId: string): Promise<ClientEvent> {
-    return roomEvent(this.core, actor, roomId, eventId);
+    return roomEvent(this.core, actor, roomId, eventId, this.ignoredUsers);
   }
 
   context(actor: Actor, roomId: string, eventId: string, options: { limit: number; filter?: RoomEventFilter }): Promise<EventContext> {
-    return eventContext(this.core, actor, roomId, eventId, options);
+    return eventContext(this.core, actor, roomId, eventId, options, this.ignoredUsers);
   }
 
   messages(actor: Actor, roomId: string, request: MessagesRequest): Promise<MessagesResponse> {
-    return roomMessages(this.core, actor, roomId, request);
+    return roomMessages(this.core, actor, roomId, request, this.ignoredUsers);
   }
 
   state(actor: Actor, roomId: string): Promise<ClientEvent[]> {

@@ -1,6 +1,7 @@
 // What a first start does on its own: writes a default configuration when there is none, and,
 // while no account exists, prints a one-time registration token with which the first person
-// registers and becomes the server's admin (open registration is off by default).
+// registers and becomes the server's admin (open registration is off by default). The token
+// admits nobody once any account exists, however that account was made.
 
 import { existsSync, writeFileSync } from 'node:fs';
 import { generateConfig } from '../config/index.js';
@@ -37,10 +38,11 @@ export async function firstAccountNotice(
   return [
     rule,
     `No accounts exist on ${details.serverName} yet. Register the first account, which becomes the`,
-    'server admin, with this one-time registration token (each start without accounts replaces it):',
+    'server admin, with this one-time registration token (it works only while no account exists):',
     '',
     `    ${token}`,
     '',
+    'Each start without accounts replaces it.',
     `In a client, use the homeserver ${details.baseUrl ?? details.serverName}, choose to create an account and`,
     'enter the token when asked. Or create an admin account from the command line:',
     `    npx hearth register --config ${details.configPath} --username NAME --password PASSWORD --admin`,

@@ -5,6 +5,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { formatBindAddress } from '../config/index.js';
+import { answerClientError } from '../http/client-error.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -59,6 +60,8 @@ export class Listeners {
       for (const spec of specs) {
         const server = spec.tls ? createHttpsServer({ cert: spec.tls.cert, key: spec.tls.key }, handler) : createHttpServer(handler);
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+        // Requests the parser rejects (an overlong URL or headers) get a JSON error, not a bare status.
+        server.on('clientError', answerClientError);
         servers.push(server);
         const address = await listen(server, spec);
         const tls = spec.tls !== undefined;

@@ -2,13 +2,15 @@
 // Booleans are stored as 0/1 integers so both backends read the same.
 
 import type { AccountsTables } from './tables/accounts.js';
+import type { DeviceKeyTables } from './tables/device-keys.js';
 import type { RoomsTables } from './tables/rooms.js';
 import type { StreamsTables } from './tables/streams.js';
 import type { UserDataTables } from './tables/user-data.js';
 
 export type * from './tables/accounts.js';
+export type * from './tables/device-keys.js';
 export type * from './tables/rooms.js';
 export type * from './tables/streams.js';
 export type * from './tables/user-data.js';
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables {}

@@ -100,13 +100,14 @@ export async function loadRoomContents(
   return out;
 }
 
-/** Events as a room section serves them: client format without room_id, event_fields applied. */
+/** Events as a room section serves them: client format without room_id (or the filter's federation format), event_fields applied. */
 export async function clientEventsOf(reader: RoomReader, pass: SyncPass, events: readonly StoredEvent[]): Promise<JsonObject[]> {
   if (events.length === 0) return [];
   const client = await reader.clientEvents(events, {
     now: pass.now,
     viewer: { userId: pass.userId, deviceId: pass.deviceId },
     omitRoomId: true,
+    format: pass.filter.eventFormat,
   });
   return client.map((e) => projectFields(pass, e as unknown as JsonObject));
 }

@@ -9,6 +9,7 @@ import type { Schema } from '../storage/schema.js';
 import type { AccountDataChanges } from '../users/account-data.js';
 import type { PresenceEvent } from '../users/presence.js';
 import type { ToDeviceBatch } from '../users/to-device.js';
+import type { DeviceListTracker } from './device-lists.js';
 import { ephemeralEvents, type EphemeralSources } from './ephemeral.js';
 import { inviteSections, knockSections } from './invites.js';
 import { joinedRoomSections } from './joined-room.js';
@@ -38,6 +39,10 @@ export interface SyncSources extends EphemeralSources {
   readonly toDevice: {
     toDeviceFor(userId: string, deviceId: string, afterPosition: number, limit?: number, upTo?: number): Promise<ToDeviceBatch>;
   };
+  /** `device_lists` of incremental syncs (absent: always empty). */
+  readonly deviceLists?: Pick<DeviceListTracker, 'changes'>;
+  /** The syncing device's one-time key counts and unused fallback key types. */
+  readonly deviceKeys?: { keyCounts(userId: string, deviceId: string): Promise<{ oneTimeKeys: Record<string, number>; unusedFallbacks: readonly string[] }> };
 }
 
 export interface BuiltSync {
@@ -96,6 +101,24 @@ export async function buildSync(src: SyncSources, input: Omit<SyncPass, 'ignored
     const batch = await src.toDevice.toDeviceFor(userId, pass.deviceId, since?.to_device ?? 0, TO_DEVICE_LIMIT, pass.upTo.to_device);
     positions.to_device = batch.position;
     response.to_device.events = batch.events.map((e) => ({ sender: e.sender, type: e.type, content: e.content }));
+  }
+
+  // Initial syncs have no device_lists: the client reads every device list it needs anyway.
+  if (since !== undefined && src.deviceLists !== undefined && (moved(pass, 'events') || moved(pass, 'device_lists'))) {
+    response.device_lists = await src.deviceLists.changes({
+      userId,
+      since,
+      upTo: pass.upTo,
+      window: moved(pass, 'events') ? await pass.window() : undefined,
+      joinedRoomNids: [...plans.joined.values()].map((p) => p.roomNid),
+      events: (nids) => src.shared.events(nids),
+    });
+  }
+
+  if (pass.deviceId !== null && src.deviceKeys !== undefined) {
+    const counts = await src.deviceKeys.keyCounts(userId, pass.deviceId);
+    response.device_one_time_keys_count = { ...counts.oneTimeKeys };
+    response.device_unused_fallback_key_types = [...counts.unusedFallbacks];
   }
 
   response.next_batch = encodeSyncToken(positions);

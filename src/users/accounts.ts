@@ -12,7 +12,7 @@ import { deleteAllDevices, deleteDevices } from '../storage/accounts/devices.js'
 import { deleteUserUiaSessions } from '../storage/accounts/uia-sessions.js';
 import { countUsers, findUser, markDeactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
 import { AccessTokenAuthenticator } from './authenticator.js';
-import { Devices, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
+import { Devices, type DeviceChangedHook, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
 import { findLocalUser, identifiedUser } from './identifiers.js';
 import { passwordStage } from './password-stage.js';
 import { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
@@ -42,6 +42,7 @@ export interface AccountServiceDeps {
   /** Called after an account is deactivated (its tokens and devices are gone by then). */
   readonly onDeactivate?: DeactivateHook;
   readonly onDevicesDeleted?: DevicesDeletedHook;
+  readonly onDeviceChanged?: DeviceChangedHook;
   readonly checkUsername?: UsernameCheck;
   readonly tokenCache?: TokenCacheOptions;
   readonly uiaSessionLifetimeMs?: number;
@@ -95,8 +96,8 @@ export class AccountService {
     this.now = deps.now ?? Date.now;
     this.tokens = new AccessTokenAuthenticator({ db: this.db, now: this.now, cache: deps.tokenCache });
     this.authenticate = this.tokens.authenticate;
-    this.devices = new Devices({ db: this.db, now: this.now, tokens: this.tokens, onDevicesDeleted: deps.onDevicesDeleted });
-    this.registrationTokens = new RegistrationTokens(this.db, this.now);
+    this.devices = new Devices({ db: this.db, now: this.now, tokens: this.tokens, onDevicesDeleted: deps.onDevicesDeleted, onDeviceChanged: deps.onDeviceChanged });
+    this.registrationTokens = new RegistrationTokens(this.db, this.now, (db) => countUsers(db, { includeDeactivated: true }));
     this.uia = new UserInteractiveAuth({
       db: this.db,
       now: this.now,
@@ -120,6 +121,7 @@ export class AccountService {
       devices: this.devices,
       onRegister: deps.onRegister,
       checkUsername: deps.checkUsername,
+      onGuestUpgraded: (userId) => this.tokens.invalidateUser(userId),
     });
     this.nonces = new NonceStore(this.now);
   }
@@ -351,7 +353,7 @@ export class AccountService {
    * and becomes admin (to print at start); null once an account exists.
    */
   firstStartToken(): Promise<string | null> {
-    return this.registrationTokens.firstStartToken(() => countUsers(this.db, { includeDeactivated: true }));
+    return this.registrationTokens.firstStartToken();
   }
 
   // --- Shared-secret registration -----------------------------------------------------------

@@ -1,6 +1,7 @@
 // Devices: a user's logged-in clients. Each access token belongs to one; deleting a device
 // revokes its tokens. Other parts (to-device inboxes, device keys) hear of deletions through
-// the `onDevicesDeleted` hook, called after the change is committed.
+// the `onDevicesDeleted` hook, and of new or renamed devices through `onDeviceChanged` (the
+// device_lists stream), both called after the change is committed.
 
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -46,12 +47,15 @@ function toInfo(row: DeviceRow): DeviceInfo {
 }
 
 export type DevicesDeletedHook = (userId: string, deviceIds: readonly string[]) => Promise<void> | void;
+/** A device was created or renamed. */
+export type DeviceChangedHook = (userId: string, deviceId: string) => Promise<void> | void;
 
 export interface DevicesDeps {
   readonly db: Kysely<Schema>;
   readonly now: () => number;
   readonly tokens: AccessTokenAuthenticator;
   readonly onDevicesDeleted?: DevicesDeletedHook;
+  readonly onDeviceChanged?: DeviceChangedHook;
 }
 
 export class Devices {
@@ -69,14 +73,18 @@ export class Devices {
   /** Renames an existing device; false when the user has no such device. */
   async rename(userId: string, deviceId: string, displayName: string | null): Promise<boolean> {
     checkDisplayName(displayName);
-    return renameDevice(this.deps.db, userId, deviceId, displayName);
+    const renamed = await renameDevice(this.deps.db, userId, deviceId, displayName);
+    if (renamed) await this.deps.onDeviceChanged?.(userId, deviceId);
+    return renamed;
   }
 
   /** Creates a device for an appservice user; false when it exists already. */
   async create(userId: string, deviceId: string, displayName: string | null): Promise<boolean> {
     checkDeviceId(deviceId);
     checkDisplayName(displayName);
-    return insertDevice(this.deps.db, userId, deviceId, displayName, this.deps.now());
+    const created = await insertDevice(this.deps.db, userId, deviceId, displayName, this.deps.now());
+    if (created) await this.deps.onDeviceChanged?.(userId, deviceId);
+    return created;
   }
 
   /**
@@ -91,6 +99,7 @@ export class Devices {
     if (requested.deviceId !== undefined) checkDeviceId(requested.deviceId);
     const displayName = requested.displayName === undefined ? null : requested.displayName.slice(0, MAX_DEVICE_DISPLAY_NAME_LENGTH);
     let revoked = false;
+    let created = true;
     const result = await this.deps.db.transaction().execute(async (trx) => {
       let deviceId = requested.deviceId;
       if (deviceId === undefined) {
@@ -99,12 +108,14 @@ export class Devices {
           deviceId = newDeviceId();
         } while (!(await insertDevice(trx, userId, deviceId, displayName, this.deps.now())));
       } else if (!(await insertDevice(trx, userId, deviceId, displayName, this.deps.now()))) {
+        created = false;
         revoked = (await deleteDeviceTokens(trx, userId, deviceId)) > 0;
       }
       const accessToken = await this.deps.tokens.issue(trx, userId, deviceId);
       return { deviceId, accessToken };
     });
     if (revoked) this.deps.tokens.invalidateUser(userId);
+    if (created) await this.deps.onDeviceChanged?.(userId, result.deviceId);
     return result;
   }
 

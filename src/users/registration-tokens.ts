@@ -1,6 +1,8 @@
 // Registration tokens (`m.login.registration_token`): pre-shared tokens that admit a limited
 // number of registrations, optionally until a time, optionally making the new account an admin.
 // A use is counted only when a registration completes (see storage's consumeRegistrationToken).
+// Admin-making tokens exist only as the first-start token, so they admit nobody once any account
+// exists: otherwise a token printed at first start would later mint an admin.
 
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -64,10 +66,14 @@ export function isUsable(token: RegistrationToken, now: number): boolean {
   return (token.usesAllowed === null || token.completed < token.usesAllowed) && (token.expiryTime === null || token.expiryTime > now);
 }
 
+/** How many accounts would make the first-start token stale (non-guest, deactivated included). */
+export type AccountCounter = (db: Kysely<Schema>) => Promise<number>;
+
 export class RegistrationTokens {
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly now: () => number,
+    private readonly countAccounts: AccountCounter,
   ) {}
 
   async create(spec: NewRegistrationToken): Promise<RegistrationToken> {
@@ -111,31 +117,44 @@ export class RegistrationTokens {
   /** Whether the token would admit a registration now (the `/validity` endpoint). */
   async isValid(token: string): Promise<boolean> {
     const found = await this.get(token);
-    return found !== undefined && isUsable(found, this.now());
+    return found !== undefined && isUsable(found, this.now()) && (!found.makesAdmin || (await this.countAccounts(this.db)) === 0);
   }
 
-  anyUsable(): Promise<boolean> {
-    return anyUsableRegistrationToken(this.db, this.now());
+  async anyUsable(): Promise<boolean> {
+    if (!(await anyUsableRegistrationToken(this.db, this.now()))) return false;
+    if ((await this.countAccounts(this.db)) === 0) return true;
+    // Accounts exist, so admin-making tokens do not count; tokens are few enough to look at each.
+    const now = this.now();
+    return (await this.list()).some((t) => !t.makesAdmin && isUsable(t, now));
   }
 
-  /** Counts a use inside the registering transaction; undefined when the token no longer admits one. */
+  /**
+   * Counts a use inside the registering transaction, after the new account's row was inserted;
+   * undefined when the token no longer admits one (an admin-making token once another account exists).
+   */
   async consume(trx: Kysely<Schema>, token: string): Promise<RegistrationToken | undefined> {
     const row = await consumeRegistrationToken(trx, token, this.now());
-    return row && toToken(row);
+    if (!row) return undefined;
+    const used = toToken(row);
+    if (used.makesAdmin && (await this.countAccounts(trx)) > 1) return undefined;
+    return used;
   }
 
   /**
    * A fresh single-use token that makes its account an admin, for a server with no accounts yet
    * (null once any account exists). Unused admin tokens from earlier starts stop working.
    */
-  async firstStartToken(countUsers: () => Promise<number>): Promise<string | null> {
-    if ((await countUsers()) > 0) return null;
+  async firstStartToken(): Promise<string | null> {
+    if ((await this.countAccounts(this.db)) > 0) return null;
     await deleteUnusedAdminTokens(this.db);
     const created = await this.create({ usesAllowed: 1, expiryTime: null, makesAdmin: true });
     return created.token;
   }
 
-  /** The `m.login.registration_token` stage: a usable token; kept in the session for the final use. */
+  /**
+   * The `m.login.registration_token` stage: a usable token; kept in the session for the final use
+   * (where it is checked again, as accounts may have appeared meanwhile).
+   */
   stage(): StageChecker {
     return async (auth) => {
       const token = auth['token'];

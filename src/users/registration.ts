@@ -6,7 +6,7 @@ import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { validateLocalpart, type ServerName } from '../protocol/ids.js';
 import type { Schema } from '../storage/schema.js';
-import { insertUser, localpartTaken, nextCounterValue, setAdmin } from '../storage/accounts/users.js';
+import { insertUser, localpartTaken, nextCounterValue, setAdmin, upgradeGuestUser } from '../storage/accounts/users.js';
 import type { Devices } from './devices.js';
 import { checkNewPassword, hashPassword } from './passwords.js';
 import type { RegistrationTokens } from './registration-tokens.js';
@@ -31,6 +31,8 @@ export interface RegistrationDeps {
   readonly devices: Devices;
   readonly onRegister?: RegisterHook;
   readonly checkUsername?: UsernameCheck;
+  /** Called after a guest became a full account, so cached views of its tokens are dropped. */
+  readonly onGuestUpgraded?: (userId: string) => void;
 }
 
 export interface RegisterRequest {
@@ -41,6 +43,11 @@ export interface RegisterRequest {
   readonly deviceId?: string;
   readonly initialDeviceDisplayName?: string;
   readonly inhibitLogin?: boolean;
+  /**
+   * The guest whose access token came with the request (spec: guest access, "upgrade"): the
+   * registration turns that guest into a full account, whose username must be the guest's localpart.
+   */
+  readonly guestUserId?: string;
 }
 
 export interface RegisterResult {
@@ -97,15 +104,25 @@ export class Registration {
     if (await localpartTaken(this.deps.db, localpart)) throw new HearthError(400, 'M_USER_IN_USE', 'User ID already taken.');
   }
 
+  /** A guest upgrade names the guest's own localpart, which is then neither reserved nor taken. */
+  private checkGuestUpgrade(username: string | undefined, guestUserId: string): void {
+    if (username === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'A guest upgrading its account must give its username');
+    if (`@${username}:${this.deps.serverName}` !== guestUserId) {
+      throw HearthError.forbidden(`A guest can only upgrade to its own user ID, ${guestUserId}`);
+    }
+  }
+
   async register(req: RegisterRequest): Promise<RegisterResult> {
     if (req.kind === 'guest') return this.registerGuest(req);
     const flows = await this.flows(isJsonObject(req.auth) && typeof req.auth['session'] === 'string');
     // The spec wants bad or taken usernames refused before authentication starts.
     if (req.password !== undefined) checkNewPassword(req.password);
-    if (req.username !== undefined) await this.checkUsername(req.username.toLowerCase());
+    if (req.guestUserId !== undefined) this.checkGuestUpgrade(req.username?.toLowerCase(), req.guestUserId);
+    else if (req.username !== undefined) await this.checkUsername(req.username.toLowerCase());
 
     const kept: JsonObject = {};
     if (req.username !== undefined) kept['username'] = req.username;
+    if (req.guestUserId !== undefined) kept['guest_user_id'] = req.guestUserId;
     if (req.deviceId !== undefined) kept['device_id'] = req.deviceId;
     if (req.initialDeviceDisplayName !== undefined) kept['initial_device_display_name'] = req.initialDeviceDisplayName;
     if (req.inhibitLogin !== undefined) kept['inhibit_login'] = req.inhibitLogin;
@@ -115,19 +132,26 @@ export class Registration {
     // A request that carries only `auth` continues with the parameters given earlier in the session.
     const stored = (Object.keys(kept).length === 0 ? session.params['request'] : kept) as JsonObject | undefined;
     const username = typeof stored?.['username'] === 'string' ? stored['username'].toLowerCase() : undefined;
+    const guestUserId = typeof stored?.['guest_user_id'] === 'string' ? stored['guest_user_id'] : undefined;
     if (req.password === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'Missing password');
-    if (username !== undefined) await this.checkUsername(username);
+    if (guestUserId !== undefined) this.checkGuestUpgrade(username, guestUserId);
+    else if (username !== undefined) await this.checkUsername(username);
 
     const token = session.completed.includes(STAGE_REGISTRATION_TOKEN) ? session.params['registration_token'] : undefined;
+    const passwordHash = await hashPassword(req.password, this.deps.bcryptCost);
+    const registrationToken = typeof token === 'string' ? token : undefined;
     let userId: string;
     try {
-      userId = await this.createAccount({
-        localpart: username ?? null,
-        passwordHash: await hashPassword(req.password, this.deps.bcryptCost),
-        admin: false,
-        guest: false,
-        ...(typeof token === 'string' ? { registrationToken: token } : {}),
-      });
+      userId =
+        guestUserId !== undefined
+          ? await this.upgradeGuest(guestUserId, passwordHash, registrationToken)
+          : await this.createAccount({
+              localpart: username ?? null,
+              passwordHash,
+              admin: false,
+              guest: false,
+              ...(registrationToken !== undefined ? { registrationToken } : {}),
+            });
     } catch (err) {
       if (!(err instanceof RegistrationTokenUsedUp)) throw err;
       return this.deps.uia.retractStage(uiaRequest, session, STAGE_REGISTRATION_TOKEN, 'M_UNAUTHORIZED', 'Invalid registration token');
@@ -181,15 +205,33 @@ export class Registration {
         if (account.localpart !== null) return undefined;
       }
       const userId = `@${localpart}:${serverName}`;
-      if (account.registrationToken !== undefined) {
-        const used = await this.deps.registrationTokens.consume(trx, account.registrationToken);
-        if (!used) throw new RegistrationTokenUsedUp();
-        if (used.makesAdmin && !account.admin) await setAdmin(trx, userId, true);
-      }
+      if (account.registrationToken !== undefined) await this.useToken(trx, userId, account.registrationToken, account.admin);
       return { userId, localpart };
     });
     if (!created) throw new HearthError(400, 'M_USER_IN_USE', 'User ID already taken.');
     await this.deps.onRegister?.(created.userId, created.localpart, account.displayname);
     return created.userId;
+  }
+
+  /**
+   * Gives the guest a password and makes it a full account (counting the registration token's
+   * use in the same transaction). Its profile exists from its guest registration, so the register
+   * hook does not run again. 400 M_USER_IN_USE when it is no guest any more.
+   */
+  private async upgradeGuest(userId: string, passwordHash: string, registrationToken: string | undefined): Promise<string> {
+    const upgraded = await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await upgradeGuestUser(trx, userId, passwordHash))) return false;
+      if (registrationToken !== undefined) await this.useToken(trx, userId, registrationToken, false);
+      return true;
+    });
+    if (!upgraded) throw new HearthError(400, 'M_USER_IN_USE', 'User ID already taken.');
+    this.deps.onGuestUpgraded?.(userId);
+    return userId;
+  }
+
+  private async useToken(trx: Kysely<Schema>, userId: string, token: string, admin: boolean): Promise<void> {
+    const used = await this.deps.registrationTokens.consume(trx, token);
+    if (!used) throw new RegistrationTokenUsedUp();
+    if (used.makesAdmin && !admin) await setAdmin(trx, userId, true);
   }
 }

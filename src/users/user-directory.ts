@@ -16,7 +16,7 @@ export interface UserDirectoryServiceDeps {
   readonly db: Kysely<Schema>;
   /** Users who share at least one room with the user. */
   readonly usersSharingRooms: (userId: string) => Promise<Iterable<string>>;
-  /** Users joined to rooms whose join rule is public. */
+  /** Users joined to rooms whose join rule is public or whose history is world-readable. */
   readonly usersInPublicRooms: () => Promise<Iterable<string>>;
   /** Every local user is searchable, whatever rooms they are in. Default false. */
   readonly searchAllUsers?: boolean;

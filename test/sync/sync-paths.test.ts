@@ -5,6 +5,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { DeviceListTracker } from '../../src/sync/device-lists.js';
 import { SyncService, type SyncRequest } from '../../src/sync/sync-service.js';
 import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
 import { Client, enc } from './sync-client.js';
@@ -38,6 +39,8 @@ for (const { backend, skip } of await serverBackends()) {
         receipts: s.receipts,
         toDevice: s.toDevice,
         presence: s.presence,
+        deviceKeys: s.deviceKeys,
+        deviceLists: new DeviceListTracker({ db: hs.server.core.db, reader: s.rooms.reader, notifier: hs.server.core.notifier }),
         windowMaxEvents: 0,
       });
     });

@@ -1,5 +1,5 @@
-// The account routes: registration, login and logout, password and deactivation, devices, and the
-// admin API's shared-secret registration.
+// The account routes: registration, login and logout, password and deactivation, devices, the
+// admin API's shared-secret registration, and the answers for features this server does not offer.
 
 import type { RouteDef } from '../../http/route.js';
 import type { AccountService } from '../../users/accounts.js';
@@ -8,6 +8,7 @@ import { deviceRoutes } from './devices.js';
 import { loginRoutes } from './login.js';
 import { registerRoutes } from './register.js';
 import { sharedSecretRegisterRoutes } from './shared-secret-register.js';
+import { stubRoutes } from './stubs.js';
 
 export function accountRoutes(deps: { accounts: AccountService }): RouteDef[] {
   return [
@@ -16,5 +17,6 @@ export function accountRoutes(deps: { accounts: AccountService }): RouteDef[] {
     ...accountManagementRoutes(deps),
     ...deviceRoutes(deps),
     ...sharedSecretRegisterRoutes(deps),
+    ...stubRoutes(),
   ];
 }

@@ -2,6 +2,7 @@
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
+import type { JsonObject } from '../../protocol/json.js';
 import type { AccountService } from '../../users/accounts.js';
 import { jsonBody, optionalBoolean, optionalString, queryParam, requiredQueryParam } from './fields.js';
 import { withUia } from './uia-reply.js';
@@ -10,6 +11,33 @@ function registerKind(req: HttpRequest): 'user' | 'guest' {
   const kind = queryParam(req, 'kind') ?? 'user';
   if (kind !== 'user' && kind !== 'guest') throw HearthError.invalidParam(`Invalid kind: ${kind}`);
   return kind;
+}
+
+/**
+ * The guest a `user` registration upgrades (spec: guest access): the one whose token is in the
+ * body's `guest_access_token` (which must be a guest's), or a guest whose token is in the
+ * Authorization header and whose localpart is the requested username. Other header tokens are
+ * ignored, as the route needs none.
+ */
+async function upgradingGuest(accounts: AccountService, req: HttpRequest, body: JsonObject): Promise<string | undefined> {
+  const resolve = async (token: string) => {
+    try {
+      return await accounts.authenticate(token, req);
+    } catch (err) {
+      if (err instanceof HearthError) return undefined;
+      throw err;
+    }
+  };
+  const bodyToken = optionalString(body, 'guest_access_token');
+  if (bodyToken !== undefined) {
+    const guest = await resolve(bodyToken);
+    if (!guest?.isGuest) throw HearthError.forbidden('guest_access_token is not the access token of a guest');
+    return guest.userId;
+  }
+  const username = optionalString(body, 'username');
+  if (req.accessToken === undefined || username === undefined) return undefined;
+  const guest = await resolve(req.accessToken);
+  return guest?.isGuest && guest.userId === `@${username.toLowerCase()}:${accounts.serverName}` ? guest.userId : undefined;
 }
 
 export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
@@ -40,8 +68,10 @@ export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
             const r = await accounts.register({ kind, initialDeviceDisplayName });
             return { body: { user_id: r.userId, home_server: accounts.serverName, access_token: r.accessToken, device_id: r.deviceId } };
           }
+          const guestUserId = await upgradingGuest(accounts, req, body);
           const r = await accounts.register({
             kind,
+            ...(guestUserId !== undefined ? { guestUserId } : {}),
             auth: body['auth'],
             username: optionalString(body, 'username'),
             password: optionalString(body, 'password'),

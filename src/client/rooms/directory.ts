@@ -5,9 +5,20 @@ import type { RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { PublicRoomsRequest } from '../../rooms/perform/directory.js';
 import type { RoomService } from '../../rooms/service.js';
+import type { JsonObject } from '../../protocol/json.js';
 import { body, optionalObject, optionalString, param, query, queryInt, requester, requiredString } from './fields.js';
 
 const VERSIONS = ['r0', 'v3'];
+
+/** filter.room_types: room types, null standing for rooms without a type. */
+function optionalRoomTypes(filter: JsonObject): (string | null)[] | undefined {
+  const v = filter['room_types'];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || !v.every((t) => t === null || typeof t === 'string')) {
+    throw HearthError.badJson('filter.room_types must be an array of room types (strings) or nulls');
+  }
+  return v as (string | null)[];
+}
 
 export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
   const { rooms } = deps;
@@ -93,6 +104,7 @@ export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
         const b = body(req);
         const filter = optionalObject(b, 'filter');
         const search = filter === undefined ? undefined : optionalString(filter, 'generic_search_term');
+        const roomTypes = filter === undefined ? undefined : optionalRoomTypes(filter);
         const since = optionalString(b, 'since');
         const limit = b.limit;
         if (limit !== undefined && limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0)) {
@@ -103,6 +115,7 @@ export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
           limit: typeof limit === 'number' ? Math.min(limit, 500) : 100,
           ...(since !== undefined ? { since } : {}),
           ...(search !== undefined ? { searchTerm: search } : {}),
+          ...(roomTypes !== undefined ? { roomTypes } : {}),
           ...(server !== undefined && server !== '' ? { server } : {}),
         };
         return { body: await rooms.publicRooms(request) };

@@ -10,6 +10,16 @@ import { body, optionalString, param, query, queryInt, requester } from './field
 
 const VERSIONS = ['r0', 'v3'];
 const MAX_LIMIT = 1000;
+/** Transaction ids are kept per device to make sends idempotent; a bound keeps those rows small. */
+const MAX_TXN_ID_BYTES = 255;
+
+function sendTxnId(req: HttpRequest): string {
+  const txnId = param(req, 'txnId');
+  if (Buffer.byteLength(txnId, 'utf8') > MAX_TXN_ID_BYTES) {
+    throw HearthError.invalidParam(`The transaction ID is longer than ${MAX_TXN_ID_BYTES} bytes`);
+  }
+  return txnId;
+}
 
 function filterParam(req: HttpRequest): RoomEventFilter | undefined {
   const text = query(req, 'filter');
@@ -41,7 +51,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/rooms/:roomId/send/:eventType/:txnId',
       auth: 'guest',
       handler: async (req) => {
-        const eventId = await rooms.sendMessage(requester(req), param(req, 'roomId'), param(req, 'eventType'), body(req), param(req, 'txnId'));
+        const eventId = await rooms.sendMessage(requester(req), param(req, 'roomId'), param(req, 'eventType'), body(req), sendTxnId(req));
         return { body: { event_id: eventId } };
       },
     },

@@ -14,6 +14,7 @@ import type { RoomCore } from '../core.js';
 import { RoomHead } from '../head.js';
 import type { Actor } from '../actor.js';
 import { memberContent } from './member-event.js';
+import { checkStateContent, checkVersionedStateContent } from './send.js';
 
 export type RoomPreset = 'private_chat' | 'public_chat' | 'trusted_private_chat';
 
@@ -167,6 +168,13 @@ async function buildAndWriteRoom(
   const inviteContents = await Promise.all(
     invitees.map((u) => memberContent(core, u, 'invite', request.isDirect === true ? { isDirect: true } : {})),
   );
+
+  // Content the client wrote is checked as a state PUT would check it, before the auth rules.
+  for (const d of drafts) {
+    if (d.stateKey === undefined) continue;
+    checkStateContent(d.type, d.content);
+    checkVersionedStateContent(d.type, d.stateKey, d.content, version);
+  }
 
   const head = new RoomHead(roomId, version);
   const built: BuiltEvent[] = [];

@@ -27,6 +27,8 @@ export interface PublicRoomsRequest {
   readonly limit?: number;
   readonly since?: string;
   readonly searchTerm?: string;
+  /** Only rooms of these types (null: rooms without a type). */
+  readonly roomTypes?: readonly (string | null)[];
   /** The server whose directory is asked for; only this server's is known. */
   readonly server?: string;
 }
@@ -80,7 +82,12 @@ export async function listPublicRooms(core: RoomCore, req: PublicRoomsRequest): 
   }
   const limit = Math.min(MAX_LIMIT, req.limit ?? MAX_LIMIT);
   const offset = req.since === undefined ? 0 : decodeSince(req.since);
-  const { rows, total } = await publicRooms(core.db, { offset, limit, ...(req.searchTerm !== undefined ? { search: req.searchTerm } : {}) });
+  const { rows, total } = await publicRooms(core.db, {
+    offset,
+    limit,
+    ...(req.searchTerm !== undefined ? { search: req.searchTerm } : {}),
+    ...(req.roomTypes !== undefined ? { roomTypes: req.roomTypes } : {}),
+  });
   const out: PublicRoomsResponse = { chunk: rows.map(entryOf), total_room_count_estimate: total };
   if (offset + rows.length < total) out.next_batch = `p${offset + rows.length}`;
   if (offset > 0) out.prev_batch = `p${Math.max(0, offset - limit)}`;

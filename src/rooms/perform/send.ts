@@ -5,6 +5,8 @@
 import { HearthError } from '../../protocol/errors.js';
 import { parseRoomAlias, serverNameOf } from '../../protocol/ids.js';
 import type { JsonObject } from '../../protocol/json.js';
+import { clientPowerLevelsProblem } from '../../protocol/power-levels.js';
+import type { RoomVersion } from '../../protocol/room-versions.js';
 import { aliasRow } from '../../storage/rooms/aliases.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
@@ -42,7 +44,11 @@ export async function sendStateEvent(
 ): Promise<string> {
   checkStateContent(type, content);
   if (type === 'm.room.canonical_alias' && stateKey === '') await checkCanonicalAlias(core, roomId, content);
-  return core.send(roomId, () => ({ type, sender: actor.userId, stateKey, content }));
+  return core.send(roomId, (head) => {
+    // Needs the room's version, so checked on its head (before the auth rules run).
+    checkVersionedStateContent(type, stateKey, content, head.version);
+    return { type, sender: actor.userId, stateKey, content };
+  });
 }
 
 /** Fields of well-known state events that clients read as strings must be strings. */
@@ -55,11 +61,19 @@ const STRING_FIELDS: Readonly<Record<string, readonly string[]>> = {
   'm.room.avatar': ['url'],
 };
 
-function checkStateContent(type: string, content: JsonObject): void {
+/** 400 M_BAD_JSON for state content a client sends that well-known fields make malformed. */
+export function checkStateContent(type: string, content: JsonObject): void {
   for (const field of STRING_FIELDS[type] ?? []) {
     const v = content[field];
     if (v !== undefined && typeof v !== 'string') throw HearthError.badJson(`"${field}" of ${type} must be a string`);
   }
+}
+
+/** The checks of state content that depend on the room version: power levels' values. */
+export function checkVersionedStateContent(type: string, stateKey: string, content: JsonObject, version: RoomVersion): void {
+  if (type !== 'm.room.power_levels' || stateKey !== '') return;
+  const problem = clientPowerLevelsProblem(content, version);
+  if (problem !== undefined) throw HearthError.badJson(problem);
 }
 
 /** The aliases of an m.room.canonical_alias event must be valid, and this server's must point to the room. */

@@ -1,6 +1,7 @@
 // GET /rooms/{roomId}/event/{eventId} and /context/{eventId}: one event, or one event with what
 // surrounds it, as the user may see them. An event the user may not see is answered like an
-// unknown one (404), as the spec asks.
+// unknown one (404), as the spec asks; so is a message from a user they ignore, whose messages
+// are also left out of the context around an event.
 
 import { HearthError } from '../../protocol/errors.js';
 import type { Actor } from '../actor.js';
@@ -12,25 +13,26 @@ import { encodeTimelineToken } from '../tokens.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 import { roomAccess, requireHistoryAccess } from './access.js';
 import { loadVisibilityHistory } from './history.js';
-import { lazyMembers } from './messages.js';
+import { ignoresNobody, lazyMembers, type IgnoredUsersOf } from './messages.js';
 import { paginate } from './paginate.js';
 
 function visible(history: VisibilityHistory, e: StoredEvent, userId: string): boolean {
   return canSeeEvent(history, { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId);
 }
 
-async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean) {
+async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
   const access = await roomAccess(core, roomId, actor.userId);
   if (needsHistoryAccess) requireHistoryAccess(access, actor.userId);
   const event = await core.reader.event(eventId);
   if (event === undefined || event.roomId !== roomId || event.rejected) throw HearthError.notFound('Event not found');
-  const history = await loadVisibilityHistory(core.db, access.room.nid, actor.userId);
+  const [history, ignored] = await Promise.all([loadVisibilityHistory(core.db, access.room.nid, actor.userId), ignoredUsers(actor.userId)]);
   if (!visible(history, event, actor.userId)) throw HearthError.notFound('Event not found');
-  return { access, event, history };
+  if (event.stateKey === undefined && ignored.has(event.sender)) throw HearthError.notFound('Event not found');
+  return { access, event, history, ignored };
 }
 
-export async function roomEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string): Promise<ClientEvent> {
-  const { event } = await visibleEvent(core, actor, roomId, eventId, false);
+export async function roomEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, ignoredUsers: IgnoredUsersOf = ignoresNobody): Promise<ClientEvent> {
+  const { event } = await visibleEvent(core, actor, roomId, eventId, false, ignoredUsers);
   const [out] = await core.reader.clientEvents([event], { now: core.now(), viewer: actor });
   return out!;
 }
@@ -50,10 +52,11 @@ export async function eventContext(
   roomId: string,
   eventId: string,
   options: { limit: number; filter?: RoomEventFilter },
+  ignoredUsers: IgnoredUsersOf = ignoresNobody,
 ): Promise<EventContext> {
-  const { access, event, history } = await visibleEvent(core, actor, roomId, eventId, true);
+  const { access, event, history, ignored } = await visibleEvent(core, actor, roomId, eventId, true, ignoredUsers);
   const beforeLimit = Math.floor(options.limit / 2);
-  const common = { roomNid: access.room.nid, userId: actor.userId, history, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
+  const common = { roomNid: access.room.nid, userId: actor.userId, history, ignored, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
   const before = await paginate(core.reader, { ...common, dir: 'b', from: event.streamOrdering - 1, limit: beforeLimit });
   const after = await paginate(core.reader, { ...common, dir: 'f', from: event.streamOrdering, limit: options.limit - beforeLimit });
   const now = core.now();

@@ -1,5 +1,6 @@
 // GET /rooms/{roomId}/messages: a page of the room's timeline, backwards or forwards from a token,
-// as the user may see it (history visibility) and the filter asks.
+// as the user may see it (history visibility), without the messages of users they ignore, and as
+// the filter asks.
 
 import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
@@ -26,16 +27,28 @@ export interface MessagesResponse {
   state?: ClientEvent[];
 }
 
-export async function roomMessages(core: RoomCore, actor: Actor, roomId: string, req: MessagesRequest): Promise<MessagesResponse> {
+/** Who a user ignores (their m.ignored_user_list); the users area provides it. */
+export type IgnoredUsersOf = (userId: string) => Promise<ReadonlySet<string>>;
+
+export const ignoresNobody: IgnoredUsersOf = () => Promise.resolve(new Set<string>());
+
+export async function roomMessages(
+  core: RoomCore,
+  actor: Actor,
+  roomId: string,
+  req: MessagesRequest,
+  ignoredUsers: IgnoredUsersOf = ignoresNobody,
+): Promise<MessagesResponse> {
   const access = await roomAccess(core, roomId, actor.userId);
   requireHistoryAccess(access, actor.userId);
   const from = req.from === undefined ? undefined : decodeTimelineToken(req.from);
   const to = req.to === undefined ? undefined : decodeTimelineToken(req.to);
-  const history = await loadVisibilityHistory(core.db, access.room.nid, actor.userId);
+  const [history, ignored] = await Promise.all([loadVisibilityHistory(core.db, access.room.nid, actor.userId), ignoredUsers(actor.userId)]);
   const page = await paginate(core.reader, {
     roomNid: access.room.nid,
     userId: actor.userId,
     history,
+    ignored,
     dir: req.dir,
     from,
     to,

@@ -1,6 +1,7 @@
 // Walking a room's timeline from a position, backwards or forwards, keeping the events the user
 // may see and the filter lets through, until `limit` are found, the room runs out, or the `to`
-// bound is reached. Positions are on the events stream; see rooms/tokens.ts for the tokens.
+// bound is reached. Messages from users the viewer ignores are skipped (their state events are
+// kept, as the spec asks). Positions are on the events stream; see rooms/tokens.ts for the tokens.
 
 import { compileEventFilter, type RoomEventFilter } from '../../protocol/filters.js';
 import type { RoomReader } from '../reader.js';
@@ -18,6 +19,8 @@ export interface PageRequest {
   readonly to: number | undefined;
   readonly limit: number;
   readonly filter?: RoomEventFilter;
+  /** Senders whose non-state events the viewer ignores. */
+  readonly ignored?: ReadonlySet<string>;
 }
 
 export interface Page {
@@ -59,7 +62,8 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
         { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
         req.userId,
       );
-      if (visible && (filter === undefined || filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
+      const ignored = e.stateKey === undefined && req.ignored?.has(e.sender) === true;
+      if (visible && !ignored && (filter === undefined || filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
         events.push(e);
         if (events.length >= req.limit) break;
       }

@@ -92,3 +92,15 @@ export async function nextCounterValue(db: Kysely<Schema>, name: string): Promis
     .executeTakeFirstOrThrow();
   return Number(row.value);
 }
+
+/** Turns a guest into a full account with the password; false when it is no (active) guest. */
+export async function upgradeGuestUser(db: Kysely<Schema>, userId: string, passwordHash: string): Promise<boolean> {
+  const res = await db
+    .updateTable('users')
+    .set({ is_guest: 0, password_hash: passwordHash })
+    .where('user_id', '=', userId)
+    .where('is_guest', '=', 1)
+    .where('deactivated', '=', 0)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}

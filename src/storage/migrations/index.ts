@@ -7,13 +7,14 @@ import { accounts } from './001-accounts.js';
 import { streams } from './002-streams.js';
 import { rooms } from './003-rooms.js';
 import { userData } from './004-user-data.js';
+import { deviceLists } from './005-device-lists.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

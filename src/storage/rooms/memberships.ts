@@ -94,14 +94,17 @@ export async function usersSharingRooms(db: Kysely<Schema>, userId: string): Pro
   return new Set(rows.map((r) => r.user_id));
 }
 
-/** Every user joined to a room published in the room directory. */
+/**
+ * Every user joined to a public room: one whose join rule is public or whose history is
+ * world-readable, as the user directory counts them (whether the room is published or not).
+ */
 export async function usersInPublicRooms(db: Kysely<Schema>): Promise<Set<string>> {
   const rows = await db
     .selectFrom('room_memberships as m')
     .innerJoin('rooms as r', 'r.room_nid', 'm.room_nid')
     .select('m.user_id')
     .distinct()
-    .where('r.is_public', '=', 1)
+    .where((eb) => eb.or([eb('r.join_rule', '=', 'public'), eb('r.history_visibility', '=', 'world_readable')]))
     .where('m.membership', '=', 'join')
     .execute();
   return new Set(rows.map((r) => r.user_id));

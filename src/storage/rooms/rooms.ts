@@ -67,6 +67,8 @@ export async function setRoomPublic(db: Kysely<Schema>, roomNid: number, isPubli
 export interface PublicRoomsQuery {
   /** Case-insensitive substring of the name, topic or canonical alias. */
   readonly search?: string;
+  /** Only rooms of these types; null stands for rooms without a type. Empty or absent: any type. */
+  readonly roomTypes?: readonly (string | null)[];
   readonly offset: number;
   readonly limit: number;
 }
@@ -80,6 +82,13 @@ export async function publicRooms(db: Kysely<Schema>, query: PublicRoomsQuery): 
       eb.or(
         (['name', 'topic', 'canonical_alias'] as const).map((col) => eb(sql`lower(${sql.ref(col)})`, 'like', sql`${pattern} escape '\\'`)),
       ),
+    );
+  }
+  if (query.roomTypes !== undefined && query.roomTypes.length > 0) {
+    const named = query.roomTypes.filter((t): t is string => t !== null);
+    const untyped = query.roomTypes.includes(null);
+    q = q.where((eb) =>
+      eb.or([...(named.length > 0 ? [eb('room_type', 'in', named)] : []), ...(untyped ? [eb('room_type', 'is', null)] : [])]),
     );
   }
   const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

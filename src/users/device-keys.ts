@@ -1,0 +1,240 @@
+// End-to-end encryption keys of local devices: device keys, one-time keys and fallback keys
+// (upload, query, claim), and the device_lists stream that tells the users sharing a room with a
+// user when that user's devices or keys change.
+
+import type { Kysely } from 'kysely';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { HearthError } from '../protocol/errors.js';
+import { parseUserId, serverNameOf } from '../protocol/ids.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
+import type { Schema } from '../storage/schema.js';
+import {
+  deleteKeysOfDevices,
+  insertOneTimeKeys,
+  selectDeviceKeys,
+  selectExistingOneTimeKeys,
+  selectKeyCounts,
+  selectKeysOfDevices,
+  takeOneTimeKey,
+  upsertDeviceKeys,
+  upsertFallbackKey,
+  useFallbackKey,
+  type StoredKey,
+} from '../storage/user-data/device-keys.js';
+import { insertDeviceListChange } from '../storage/user-data/device-lists.js';
+import type { Notifier } from '../sync/notifier.js';
+
+/** Clients older than fallback keys look for this count, so it is always reported. */
+const DEFAULT_COUNTED_ALGORITHM = 'signed_curve25519';
+const MAX_KEYS_PER_UPLOAD = 1000;
+const MAX_QUERIED_USERS = 1000;
+const MAX_CLAIMED_DEVICES = 1000;
+const COUNTS_KEPT = 50_000;
+
+export interface KeyCounts {
+  readonly oneTimeKeys: Record<string, number>;
+  readonly unusedFallbacks: readonly string[];
+}
+
+export interface DeviceKeyServiceDeps {
+  readonly db: Kysely<Schema>;
+  readonly notifier: Notifier;
+  readonly serverName: string;
+  /** Every user joined to a room the user is joined to (the user included). */
+  readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;
+}
+
+export interface KeyRequester {
+  readonly userId: string;
+  readonly deviceId: string | null;
+}
+
+export class DeviceKeyService {
+  /** Key counts per device, for every sync; dropped whenever the device's keys change. */
+  private readonly counts = new Map<string, KeyCounts>();
+
+  constructor(private readonly deps: DeviceKeyServiceDeps) {}
+
+  /** POST /keys/upload: device keys, one-time keys and fallback keys of the requester's device. */
+  async upload(requester: KeyRequester, body: JsonObject): Promise<{ one_time_key_counts: Record<string, number> }> {
+    const { userId } = requester;
+    const deviceId = requester.deviceId;
+    if (deviceId === null) throw HearthError.invalidParam('Keys can only be uploaded with a device');
+    const deviceKeys = body['device_keys'];
+    if (deviceKeys !== undefined && deviceKeys !== null) checkDeviceKeys(deviceKeys, userId, deviceId);
+    const oneTimeKeys = keyList(body['one_time_keys'], 'one_time_keys');
+    const fallbackKeys = keyList(body['fallback_keys'] ?? body['org.matrix.msc2732.fallback_keys'], 'fallback_keys');
+    if (oneTimeKeys.length + fallbackKeys.length > MAX_KEYS_PER_UPLOAD) throw HearthError.tooLarge(`At most ${MAX_KEYS_PER_UPLOAD} keys per upload`);
+    const fallbackAlgorithms = new Set<string>();
+    for (const k of fallbackKeys) {
+      if (fallbackAlgorithms.has(k.algorithm)) throw HearthError.invalidParam(`Only one fallback key per algorithm (${k.algorithm})`);
+      fallbackAlgorithms.add(k.algorithm);
+    }
+
+    const position = await this.deps.db.transaction().execute(async (trx) => {
+      let changed = false;
+      if (isJsonObject(deviceKeys)) {
+        const existing = await selectDeviceKeys(trx, userId, deviceId);
+        if (existing === undefined || sameJson(existing, deviceKeys) === false) {
+          await upsertDeviceKeys(trx, userId, deviceId, deviceKeys);
+          changed = true;
+        }
+      }
+      if (oneTimeKeys.length > 0) {
+        const existing = await selectExistingOneTimeKeys(trx, userId, deviceId, oneTimeKeys);
+        const fresh: StoredKey[] = [];
+        for (const k of oneTimeKeys) {
+          const old = existing.get(`${k.algorithm}:${k.keyId}`);
+          if (old === undefined) fresh.push(k);
+          else if (!sameJson(JSON.parse(old) as JsonValue, k.key)) {
+            throw HearthError.invalidParam(`One time key ${k.algorithm}:${k.keyId} already exists with different content`);
+          }
+        }
+        await insertOneTimeKeys(trx, userId, deviceId, fresh);
+      }
+      for (const k of fallbackKeys) await upsertFallbackKey(trx, userId, deviceId, k);
+      return changed ? insertDeviceListChange(trx, userId) : undefined;
+    });
+    this.counts.delete(countKey(userId, deviceId));
+    if (position !== undefined) await this.announce(userId, position);
+    const counts = await this.keyCounts(userId, deviceId);
+    return { one_time_key_counts: counts.oneTimeKeys };
+  }
+
+  /** POST /keys/query: the device keys of local users' devices (remote servers are not reachable yet). */
+  async query(body: JsonObject): Promise<JsonObject> {
+    const wanted = body['device_keys'];
+    if (!isJsonObject(wanted)) throw HearthError.badJson("'device_keys' must be an object");
+    const entries = Object.entries(wanted);
+    if (entries.length > MAX_QUERIED_USERS) throw HearthError.tooLarge(`At most ${MAX_QUERIED_USERS} users per query`);
+    const deviceKeys: JsonObject = {};
+    const failures: JsonObject = {};
+    for (const [user, devices] of entries) {
+      const userId = parseUserId(user);
+      if (!Array.isArray(devices) || !devices.every((d) => typeof d === 'string')) {
+        throw HearthError.badJson(`device_keys.${user} must be a list of device IDs`);
+      }
+      const server = serverNameOf(userId);
+      if (server !== this.deps.serverName) {
+        failures[server] = { status: 503, message: 'Federation is not available' };
+        continue;
+      }
+      const rows = await selectKeysOfDevices(this.deps.db, userId, devices.length === 0 ? undefined : (devices as string[]));
+      const byDevice: JsonObject = {};
+      for (const r of rows) {
+        const unsigned = isJsonObject(r.keys['unsigned']) ? r.keys['unsigned'] : {};
+        byDevice[r.deviceId] = {
+          ...r.keys,
+          unsigned: { ...unsigned, ...(r.displayName !== null ? { device_display_name: r.displayName } : {}) },
+        };
+      }
+      deviceKeys[userId] = byDevice;
+    }
+    return { device_keys: deviceKeys, failures, master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+  }
+
+  /** POST /keys/claim: one one-time key per device and algorithm, else the device's fallback key. */
+  async claim(body: JsonObject): Promise<JsonObject> {
+    const wanted = body['one_time_keys'];
+    if (!isJsonObject(wanted)) throw HearthError.badJson("'one_time_keys' must be an object");
+    const requests: { userId: string; deviceId: string; algorithm: string }[] = [];
+    const failures: JsonObject = {};
+    for (const [user, devices] of Object.entries(wanted)) {
+      const userId = parseUserId(user);
+      if (!isJsonObject(devices)) throw HearthError.badJson(`one_time_keys.${user} must be an object`);
+      for (const [deviceId, algorithm] of Object.entries(devices)) {
+        if (typeof algorithm !== 'string') throw HearthError.badJson(`one_time_keys.${user}.${deviceId} must be an algorithm name`);
+        const server = serverNameOf(userId);
+        if (server !== this.deps.serverName) failures[server] = { status: 503, message: 'Federation is not available' };
+        else requests.push({ userId, deviceId, algorithm });
+      }
+    }
+    if (requests.length > MAX_CLAIMED_DEVICES) throw HearthError.tooLarge(`At most ${MAX_CLAIMED_DEVICES} devices per claim`);
+    const oneTimeKeys: Record<string, JsonObject> = {};
+    for (const { userId, deviceId, algorithm } of requests) {
+      const key = await this.deps.db.transaction().execute(
+        async (trx) => (await takeOneTimeKey(trx, userId, deviceId, algorithm)) ?? (await useFallbackKey(trx, userId, deviceId, algorithm)),
+      );
+      if (key === undefined) continue;
+      this.counts.delete(countKey(userId, deviceId));
+      const forUser = (oneTimeKeys[userId] ??= {});
+      forUser[deviceId] = { [`${key.algorithm}:${key.keyId}`]: key.key };
+    }
+    return { one_time_keys: oneTimeKeys, failures };
+  }
+
+  /** For sync and /keys/upload: the device's one-time key counts and unused fallback key algorithms. */
+  async keyCounts(userId: string, deviceId: string): Promise<KeyCounts> {
+    const key = countKey(userId, deviceId);
+    const cached = this.counts.get(key);
+    if (cached !== undefined) return cached;
+    const read = await selectKeyCounts(this.deps.db, userId, deviceId);
+    const counts: KeyCounts = {
+      oneTimeKeys: { [DEFAULT_COUNTED_ALGORITHM]: 0, ...read.oneTimeKeys },
+      unusedFallbacks: read.unusedFallbacks,
+    };
+    if (this.counts.size >= COUNTS_KEPT) this.counts.delete(this.counts.keys().next().value as string);
+    this.counts.set(key, counts);
+    return counts;
+  }
+
+  /** A device was created or renamed: the users sharing a room with its owner hear of it. */
+  async deviceListChanged(userId: string): Promise<void> {
+    const position = await this.deps.db.transaction().execute((trx) => insertDeviceListChange(trx, userId));
+    await this.announce(userId, position);
+  }
+
+  /** Devices were deleted: their keys go, and the change is announced. */
+  async devicesDeleted(userId: string, deviceIds: readonly string[]): Promise<void> {
+    const position = await this.deps.db.transaction().execute(async (trx) => {
+      await deleteKeysOfDevices(trx, userId, deviceIds);
+      return insertDeviceListChange(trx, userId);
+    });
+    for (const d of deviceIds) this.counts.delete(countKey(userId, d));
+    await this.announce(userId, position);
+  }
+
+  private async announce(userId: string, position: number): Promise<void> {
+    const users = await this.deps.usersSharingRooms(userId);
+    users.add(userId);
+    this.deps.notifier.notify({ stream: 'device_lists', position, userIds: [...users] });
+  }
+}
+
+function sameJson(a: JsonValue, b: JsonValue): boolean {
+  return canonicalJson(a, { strict: false }) === canonicalJson(b, { strict: false });
+}
+
+function countKey(userId: string, deviceId: string): string {
+  return `${userId}\u0000${deviceId}`;
+}
+
+/** The shape Synapse insists on: the keys are the requester's device's, with string-valued key maps. */
+function checkDeviceKeys(keys: JsonValue, userId: string, deviceId: string): asserts keys is JsonObject {
+  if (!isJsonObject(keys)) throw HearthError.badJson("'device_keys' must be an object");
+  if (keys['user_id'] !== userId) throw HearthError.invalidParam('device_keys.user_id does not match the requester');
+  if (keys['device_id'] !== deviceId) throw HearthError.invalidParam("device_keys.device_id does not match the requester's device");
+  const algorithms = keys['algorithms'];
+  if (!Array.isArray(algorithms) || !algorithms.every((a) => typeof a === 'string')) {
+    throw HearthError.badJson('device_keys.algorithms must be a list of strings');
+  }
+  const map = keys['keys'];
+  if (!isJsonObject(map) || !Object.values(map).every((v) => typeof v === 'string')) {
+    throw HearthError.badJson('device_keys.keys must map key IDs to strings');
+  }
+  if (keys['signatures'] !== undefined && !isJsonObject(keys['signatures'])) throw HearthError.badJson('device_keys.signatures must be an object');
+}
+
+/** `{"<algorithm>:<key id>": key}` as a list; a key is a string or a (signed) object. */
+function keyList(value: JsonValue | undefined, field: string): StoredKey[] {
+  if (value === undefined || value === null) return [];
+  if (!isJsonObject(value)) throw HearthError.badJson(`'${field}' must be an object`);
+  const out: StoredKey[] = [];
+  for (const [id, key] of Object.entries(value)) {
+    const colon = id.indexOf(':');
+    if (colon <= 0 || colon === id.length - 1) throw HearthError.invalidParam(`${field}: key ID ${id.slice(0, 100)} is not <algorithm>:<key id>`);
+    if (typeof key !== 'string' && !isJsonObject(key)) throw HearthError.badJson(`${field}.${id} must be a string or an object`);
+    out.push({ algorithm: id.slice(0, colon), keyId: id.slice(colon + 1), key });
+  }
+  return out;
+}
