@@ -21,13 +21,12 @@
 // `--cpu-prof DIR` writes the server's CPU profile into DIR; `--node-flags` adds node options for
 // the server; `--server-log FILE` keeps its output.
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { percentile, root, serverScript, startScriptNodeFlags, stopServer } from './support/server-child.js';
+import { launchServer, percentile, stopServer, type LaunchedServer } from './support/server-child.js';
 import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
 
 const { values, positionals } = parseArgs({
@@ -55,13 +54,7 @@ const LANES = 10;
 
 // ---- the server child ----
 
-interface Server {
-  readonly child: ChildProcess;
-  readonly baseUrl: string;
-  readonly how: string;
-}
-
-async function startServer(dataDir: string): Promise<Server> {
+async function startServer(dataDir: string): Promise<LaunchedServer> {
   const configPath = join(dataDir, 'hearth.yaml');
   writeFileSync(
     configPath,
@@ -79,31 +72,13 @@ async function startServer(dataDir: string): Promise<Server> {
       logging: [{ type: 'std', level: 'info' }],
     }),
   );
-  const { script, how } = serverScript(ENTRY);
-  const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
-  const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`];
-  const flags = [...startScriptNodeFlags(), ...NODE_FLAGS];
-  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', configPath], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
+  return launchServer({
+    configPath,
+    ...(ENTRY !== undefined ? { entry: ENTRY } : {}),
+    nodeFlags: NODE_FLAGS,
+    ...(CPU_PROF !== undefined ? { cpuProfDir: CPU_PROF } : {}),
+    ...(SERVER_LOG !== undefined ? { serverLog: SERVER_LOG } : {}),
   });
-  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const match = /Listening on (http:\/\/\S+)/.exec(seen);
-      if (match) {
-        child.stdout!.off('data', onData);
-        // Keep draining its output; keep it only when asked to.
-        if (SERVER_LOG === undefined) child.stdout!.resume();
-        else child.stdout!.pipe(createWriteStream(SERVER_LOG));
-        resolveUrl(match[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
-  });
-  return { child, baseUrl, how: flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how };
 }
 
 /** A /proc/<pid>/status field, in kB. */

@@ -14,15 +14,14 @@
 //     [--set-presence online|offline|unavailable] [--cpu-prof DIR] [--entry FILE] [--node-flags="..."]
 //     [--server-log FILE]
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { stringify } from 'yaml';
-import { percentile, root, serverScript, startScriptNodeFlags, stopServer } from './support/server-child.js';
+import { launchServer, percentile, stopServer, type LaunchedServer } from './support/server-child.js';
 
 const { values } = parseArgs({
   options: {
@@ -63,7 +62,7 @@ async function postgresDatabase(adminUrl: string): Promise<{ url: string; drop: 
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-async function startServer(dataDir: string, connection: string): Promise<{ child: ChildProcess; baseUrl: string; how: string }> {
+async function startServer(dataDir: string, connection: string): Promise<LaunchedServer> {
   const configPath = join(dataDir, 'hearth.yaml');
   writeFileSync(
     configPath,
@@ -76,31 +75,13 @@ async function startServer(dataDir: string, connection: string): Promise<{ child
       logging: [{ type: 'std', level: 'info' }],
     }),
   );
-  const profile = values['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`];
-  const { script, how } = serverScript(values.entry === undefined ? undefined : resolve(values.entry));
-  const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
-  const flags = [...startScriptNodeFlags(), ...values['node-flags'].split(' ').filter((f) => f !== '')];
-  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', configPath], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
+  return launchServer({
+    configPath,
+    ...(values.entry !== undefined ? { entry: resolve(values.entry) } : {}),
+    nodeFlags: values['node-flags'].split(' ').filter((f) => f !== ''),
+    ...(values['cpu-prof'] !== undefined ? { cpuProfDir: resolve(values['cpu-prof']) } : {}),
+    ...(values['server-log'] !== undefined ? { serverLog: resolve(values['server-log']) } : {}),
   });
-  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const match = /Listening on (http:\/\/\S+)/.exec(seen);
-      if (match) {
-        child.stdout!.off('data', onData);
-        // Keep draining its output; keep it only when asked to.
-        if (values['server-log'] === undefined) child.stdout!.resume();
-        else child.stdout!.pipe(createWriteStream(values['server-log']));
-        resolveUrl(match[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
-  });
-  return { child, baseUrl, how: flags.length > 0 ? `${how}, ${flags.join(' ')}` : how };
 }
 
 function peakRssMb(pid: number): number {

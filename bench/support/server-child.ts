@@ -1,7 +1,7 @@
 // Helpers shared by the benchmarks that run the server as a child process.
 
-import { type ChildProcess, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 export const root = new URL('../..', import.meta.url).pathname;
@@ -49,6 +49,56 @@ export function startScriptNodeFlags(): string[] {
   const flags: string[] = [];
   for (let i = words.indexOf('node') + 1; i > 0 && i < words.length && words[i]!.startsWith('-'); i++) flags.push(words[i]!);
   return flags;
+}
+
+export interface LaunchOptions {
+  /** The configuration file the server is started with. */
+  readonly configPath: string;
+  /** Another build's entry script (default: dist/cli.js, see serverScript). */
+  readonly entry?: string;
+  /** Node options after the start script's own. */
+  readonly nodeFlags?: readonly string[];
+  /** A folder for the server's CPU profile. */
+  readonly cpuProfDir?: string;
+  /** A file that keeps the server's output (default: drained and dropped). */
+  readonly serverLog?: string;
+}
+
+export interface LaunchedServer {
+  readonly child: ChildProcess;
+  /** `http://127.0.0.1:<port>`, from the server's "Listening on" line. */
+  readonly baseUrl: string;
+  /** What ran: node options and entry script. */
+  readonly how: string;
+}
+
+/** `hearth serve` as `npm start` runs it, resolved once it listens. */
+export async function launchServer(options: LaunchOptions): Promise<LaunchedServer> {
+  const { script, how } = serverScript(options.entry);
+  const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
+  const profile = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`];
+  const flags = [...startScriptNodeFlags(), ...(options.nodeFlags ?? [])];
+  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', options.configPath], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = /Listening on (http:\/\/\S+)/.exec(seen);
+      if (match) {
+        child.stdout!.off('data', onData);
+        // Keep draining its output; keep it only when asked to.
+        if (options.serverLog === undefined) child.stdout!.resume();
+        else child.stdout!.pipe(createWriteStream(options.serverLog));
+        resolveUrl(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
+  });
+  return { child, baseUrl, how: flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how };
 }
 
 /** SIGTERM, resolved once the child has exited. */

@@ -20,7 +20,7 @@ import { planRooms, type MembershipCache } from './room-plans.js';
 import { encodeSyncToken, type StreamName } from './token.js';
 import type { IgnoredUsers } from './ignored-users.js';
 import type { SharedReads } from './shared-reads.js';
-import type { PushRuleSource, UnreadCounter } from './unread.js';
+import type { UnreadCounter } from './unread.js';
 
 /** The spec's recommended bound on to-device messages per response. */
 export const TO_DEVICE_LIMIT = 100;
@@ -33,8 +33,6 @@ export interface SyncSources extends EphemeralSources {
   readonly memberships: MembershipCache;
   readonly ignored: IgnoredUsers;
   readonly accountData: { accountDataSince(userId: string, afterPosition: number, options?: { initial?: boolean }): Promise<AccountDataChanges> };
-  /** The users' own push rules, for unread counts (default: the server-default rules only). */
-  readonly pushRules?: PushRuleSource;
   readonly presence: { presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> };
   readonly toDevice: {
     toDeviceFor(userId: string, deviceId: string, afterPosition: number, limit?: number, upTo?: number): Promise<ToDeviceBatch>;

@@ -17,7 +17,7 @@ import type { MembershipAt } from './room-plans.js';
 import { SharedReads } from './shared-reads.js';
 import { buildSync, type BuiltSync, type SyncSources } from './sync-builder.js';
 import { decodeSyncToken, TOKEN_STREAMS, type StreamName, type StreamPositions } from './token.js';
-import { UnreadCounter } from './unread.js';
+import { type PushRuleSource, UnreadCounter } from './unread.js';
 
 /** Longest a long-poll waits, whatever the client asks. */
 export const MAX_SYNC_TIMEOUT_MS = 5 * 60_000;
@@ -35,6 +35,8 @@ export interface SyncServiceDeps extends Omit<SyncSources, 'db' | 'reader' | 'un
   readonly typing: SyncSources['typing'] & { currentPosition(): number };
   readonly toDevice: SyncSources['toDevice'] & { deleteToDeviceUpTo(userId: string, deviceId: string, position: number): Promise<number> };
   readonly presence: SyncSources['presence'] & { setPresenceFromSync(userId: string, setPresence?: PresenceState): Promise<() => void> };
+  /** The users' own push rules, for unread counts (default: the server-default rules only). */
+  readonly pushRules?: PushRuleSource;
   readonly now?: () => number;
   /** Cap on the client's timeout (default 5 minutes). */
   readonly maxTimeoutMs?: number;
