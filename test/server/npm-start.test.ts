@@ -58,7 +58,7 @@ describe('npm start', () => {
 
   test('the start script runs the built CLI, which is the package bin', () => {
     // The start script and the bin's interpreter line give node the same memory options.
-    const flags = '--max-semi-space-size=8 --heap-growing-percent=50';
+    const flags = '--max-semi-space-size=4 --heap-growing-percent=50';
     assert.equal(pkg.scripts['start'], `exec node ${flags} dist/cli.js serve`);
     assert.equal(readFileSync(join(ROOT, 'src', 'cli.ts'), 'utf8').split('\n', 1)[0], `#!/usr/bin/env -S node ${flags}`);
     assert.equal(pkg.bin['hearth'], 'dist/cli.js');
