@@ -20,6 +20,7 @@ import { buildEvent, type BuildContext, type BuiltEvent, type EventDraft } from 
 import { loadRoomHead } from './head-loader.js';
 import type { RoomHead } from './head.js';
 import { RoomReader } from './reader.js';
+import { storedEventOf } from './stored-event.js';
 import { TxnIds, type TxnKey } from './txn-ids.js';
 import { EventWriter, type WriteJob } from './writer.js';
 
@@ -77,7 +78,7 @@ export class RoomCore {
     this.notifier = deps.notifier;
     this.profiles = deps.profiles;
     this.now = deps.now ?? Date.now;
-    this.reader = new RoomReader(deps.db, deps.eventCacheSize);
+    this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCacheSize);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;
     this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
     const queries = new HotRoomQueries(deps.db);
@@ -194,6 +195,7 @@ export class RoomCore {
   }
 
   private committed(events: readonly BuiltEvent[]): void {
+    this.reader.committed(events.map(storedEventOf));
     const roomIds = new Set<string>();
     const userIds = new Set<string>();
     let position = 0;

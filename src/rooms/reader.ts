@@ -1,6 +1,8 @@
 // Read access to rooms and events, for the room server's queries and for sync. Stored events are
 // immutable but for their redaction, so parsed events are cached (bounded, least recently used
-// first out) and a committed redaction evicts its target.
+// first out) and a committed redaction evicts its target. Events this process just committed are
+// held apart for a moment (the syncs a send wakes all ask for it), and the latest stretch of the
+// events stream is kept so that the range a woken sync covers needs no read.
 //
 // Positions are on the global `events` stream (EventsTable.stream_ordering). A range (after, upTo]
 // excludes `after` and includes `upTo`: a sync token's events position P names "everything up to
@@ -24,7 +26,9 @@ import {
 import { roomsOfUser, type MembershipRow } from '../storage/rooms/memberships.js';
 import { roomById, roomByNid, type RoomRow } from '../storage/rooms/rooms.js';
 import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
+import type { StreamEvent } from '../storage/sync/events.js';
 import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
+import { RecentEvents } from './recent-events.js';
 import { storedEventFromRow, type StoredEvent } from './stored-event.js';
 
 export type { StreamRange } from '../storage/rooms/events.js';
@@ -39,17 +43,25 @@ export interface RoomInfo {
 
 const DEFAULT_EVENT_CACHE = 20_000;
 const ROOM_CACHE = 50_000;
+/** Just-committed events held until read (then cached) or pushed out by newer ones. */
+const FRESH_KEPT = 256;
 
 export class RoomReader {
   private readonly byNid = new Map<number, StoredEvent>();
   private readonly nidById = new Map<string, number>();
   private readonly roomsById = new Map<string, RoomInfo>();
   private readonly roomsByNid = new Map<number, RoomInfo>();
+  private readonly fresh = new Map<number, StoredEvent>();
+  private readonly recent: RecentEvents;
 
+  /** `eventsPosition`: the events stream's committed position as the reader starts. */
   constructor(
     readonly db: Kysely<Schema>,
+    eventsPosition: number,
     private readonly eventCacheSize = DEFAULT_EVENT_CACHE,
-  ) {}
+  ) {
+    this.recent = new RecentEvents(eventsPosition);
+  }
 
   // ---- rooms ----
 
@@ -97,7 +109,12 @@ export class RoomReader {
       this.byNid.set(nid, cached);
       return cached;
     }
-    const e = storedEventFromRow(row);
+    return this.cache(storedEventFromRow(row));
+  }
+
+  private cache(e: StoredEvent): StoredEvent {
+    const nid = e.nid;
+    this.fresh.delete(nid);
     this.byNid.set(nid, e);
     this.nidById.set(e.eventId, nid);
     if (this.byNid.size > this.eventCacheSize) {
@@ -111,10 +128,30 @@ export class RoomReader {
 
   /** Drops an event from the cache (its row changed: a redaction now applies to it). */
   evict(eventId: string): void {
+    for (const [nid, e] of this.fresh) if (e.eventId === eventId) this.fresh.delete(nid);
     const nid = this.nidById.get(eventId);
     if (nid === undefined) return;
     this.nidById.delete(eventId);
     this.byNid.delete(nid);
+  }
+
+  /** Events this process's writer just committed, in stream order (called before anyone is told). */
+  committed(events: readonly StoredEvent[]): void {
+    const entries: StreamEvent[] = [];
+    for (const e of events) {
+      this.fresh.set(e.nid, e);
+      if (this.fresh.size > FRESH_KEPT) this.fresh.delete(this.fresh.keys().next().value as number);
+      entries.push({ roomNid: e.roomNid, eventNid: e.nid, position: e.streamOrdering, type: e.type, stateKey: e.stateKey });
+    }
+    this.recent.add(entries);
+  }
+
+  /**
+   * The events stream in (after, upTo], oldest first, at most `limit` (rejected events are never
+   * committed here), when that range is still held in memory; else undefined.
+   */
+  recentStream(after: number, upTo: number, limit: number): StreamEvent[] | undefined {
+    return this.recent.range(after, upTo, limit);
   }
 
   async event(eventId: string): Promise<StoredEvent | undefined> {
@@ -139,10 +176,15 @@ export class RoomReader {
     const out = new Map<number, StoredEvent>();
     const missing: number[] = [];
     for (const nid of nids) {
-      const e = this.byNid.get(nid);
+      let e = this.byNid.get(nid);
+      if (e === undefined) {
+        const fresh = this.fresh.get(nid);
+        if (fresh !== undefined) e = this.cache(fresh);
+      }
       if (e !== undefined) out.set(nid, e);
       else missing.push(nid);
     }
+    if (missing.length === 0) return out;
     for (const row of await eventsByNids(this.db, missing)) out.set(Number(row.event_nid), this.remember(row));
     return out;
   }

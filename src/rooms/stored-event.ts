@@ -6,6 +6,7 @@ import { toRoomEvent } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import type { EventRow } from '../storage/rooms/events.js';
+import type { BuiltEvent } from './builder.js';
 
 export interface StoredEvent {
   readonly nid: number;
@@ -55,6 +56,34 @@ export function storedEventFromRow(row: EventRow): StoredEvent {
     txn: row.txn_device_id !== null && row.txn_id !== null ? { deviceId: row.txn_device_id, txnId: row.txn_id } : undefined,
     stateBeforeNid: row.state_before_nid === null ? undefined : Number(row.state_before_nid),
     stateAfterNid: row.state_after_nid === null ? undefined : Number(row.state_after_nid),
+  };
+}
+
+/**
+ * A committed event as a read of its row would give it, without the read: the row's JSON is
+ * JSON.stringify of this very PDU, and its unsigned data this object's.
+ */
+export function storedEventOf(e: BuiltEvent): StoredEvent {
+  const pdu = e.pdu;
+  return {
+    nid: e.ref.nid!,
+    eventId: e.ref.eventId,
+    roomNid: e.head.roomNid!,
+    roomId: e.head.roomId,
+    version: e.head.version,
+    pdu,
+    type: pdu.type,
+    stateKey: pdu.state_key,
+    sender: pdu.sender,
+    originServerTs: pdu.origin_server_ts,
+    streamOrdering: e.streamOrdering!,
+    unsigned: e.unsigned,
+    redacts: e.event.redacts,
+    redactedBy: undefined,
+    rejected: false,
+    txn: e.txn,
+    stateBeforeNid: e.snapshotBefore?.info?.nid,
+    stateAfterNid: e.snapshotAfter?.info?.nid,
   };
 }
 

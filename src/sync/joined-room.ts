@@ -101,7 +101,7 @@ async function sectionsOf(
   out: Record<string, JoinedRoomSection>,
 ): Promise<void> {
   const { db, reader } = deps;
-  const facts = await deps.shared.roomFacts(shown.map((p) => p.roomId), pass.upTo.events);
+  const facts = await deps.shared.roomFacts(shown, pass.upTo.events);
   const requests: ContentRequest[] = shown
     .filter((p) => withEvents.has(p.roomId))
     .map((p) => ({ roomId: p.roomId, roomNid: p.roomNid, range: p.range, fullState: p.fullState, visibleFrom: p.joinedFrom }));

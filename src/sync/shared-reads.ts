@@ -4,7 +4,9 @@
 // askers share the one read in flight) and kept for a while.
 //
 // What a range (after, upTo] of the events stream holds never changes once upTo is committed;
-// room facts are kept with the events position they were read at and used only at that position.
+// the latest stretch of it is in memory (RoomReader.recentStream), so the range of a send's wake-up
+// needs no read at all. Room facts are kept with the events position they were read at, and hold
+// at a later position when no state event (nor redaction) came into the room in between.
 
 import type { Kysely } from 'kysely';
 import type { RoomReader } from '../rooms/reader.js';
@@ -39,7 +41,7 @@ const FACTS_KEPT = 20_000;
 
 export class SharedReads {
   private readonly windows = new SharedMemo<StreamEvent[] | undefined>(WINDOWS_KEPT);
-  private readonly facts = new Map<string, { at: number; facts: Promise<RoomFacts | undefined> }>();
+  private readonly facts = new Map<string, { at: number; readonly facts: Promise<RoomFacts | undefined> }>();
   /** Events being read right now (the reader keeps them once read). */
   private readonly loading = new Map<number, Promise<StoredEvent | undefined>>();
 
@@ -84,6 +86,8 @@ export class SharedReads {
   /** Every event in (after, upTo], oldest first; undefined when there are too many to hold. */
   window(after: number, upTo: number): Promise<StreamEvent[] | undefined> {
     if (upTo <= after) return Promise.resolve([]);
+    const recent = this.reader.recentStream(after, upTo, this.windowMax + 1);
+    if (recent !== undefined) return Promise.resolve(recent.length > this.windowMax ? undefined : recent);
     return this.windows.get(`${after}:${upTo}`, async () => {
       const rows = await eventsInStreamRange(this.db, after, upTo, this.windowMax + 1);
       return rows.length > this.windowMax ? undefined : rows;
@@ -91,8 +95,23 @@ export class SharedReads {
   }
 
   /** Member counts and current snapshot of rooms, as of the events position `at`. */
-  async roomFacts(roomIds: readonly string[], at: number): Promise<Map<string, RoomFacts>> {
-    const missing = roomIds.filter((id) => this.facts.get(id)?.at !== at);
+  async roomFacts(rooms: readonly { roomId: string; roomNid: number }[], at: number): Promise<Map<string, RoomFacts>> {
+    const missing: string[] = [];
+    // Per position facts were kept at: the rooms whose state may have changed since (undefined: unknown).
+    const changedSince = new Map<number, Set<number> | undefined>();
+    for (const { roomId, roomNid } of rooms) {
+      const kept = this.facts.get(roomId);
+      if (kept?.at === at) continue;
+      if (kept !== undefined && kept.at < at) {
+        let changed = changedSince.get(kept.at);
+        if (!changedSince.has(kept.at)) changedSince.set(kept.at, (changed = this.stateChangedRooms(kept.at, at)));
+        if (changed !== undefined && !changed.has(roomNid)) {
+          kept.at = at;
+          continue;
+        }
+      }
+      missing.push(roomId);
+    }
     if (missing.length > 0) {
       const read = roomFacts(this.db, missing);
       for (const id of missing) {
@@ -106,10 +125,19 @@ export class SharedReads {
       while (this.facts.size > FACTS_KEPT) this.facts.delete(this.facts.keys().next().value as string);
     }
     const out = new Map<string, RoomFacts>();
-    for (const id of roomIds) {
-      const f = await this.facts.get(id)?.facts;
-      if (f !== undefined) out.set(id, f);
+    for (const { roomId } of rooms) {
+      const f = await this.facts.get(roomId)?.facts;
+      if (f !== undefined) out.set(roomId, f);
     }
     return out;
+  }
+
+  /** Rooms with a state event or a redaction in (after, upTo], when that range is in memory. */
+  private stateChangedRooms(after: number, upTo: number): Set<number> | undefined {
+    const events = this.reader.recentStream(after, upTo, this.windowMax + 1);
+    if (events === undefined || events.length > this.windowMax) return undefined;
+    const rooms = new Set<number>();
+    for (const e of events) if (e.stateKey !== undefined || e.type === 'm.room.redaction') rooms.add(e.roomNid);
+    return rooms;
   }
 }

@@ -2,7 +2,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stateKey } from '../../src/protocol/events.js';
 import { loadVisibilityHistory, visibleEvents } from '../../src/rooms/query/history.js';
+import { RoomReader } from '../../src/rooms/reader.js';
 import { decodeTimelineToken, encodeTimelineToken } from '../../src/rooms/tokens.js';
+import { eventsInStreamRange } from '../../src/storage/sync/events.js';
 import { storageBackends, type TestDatabase } from '../support/databases.js';
 import { roomsHarness, user, type RoomsHarness } from './helpers.js';
 
@@ -48,6 +50,44 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(changes.map((e) => [e.roomId, e.pdu.content.membership]), [[a.roomId, 'join']]);
       const rooms = await h.rooms.reader.roomsOfUser(bob.userId, ['join']);
       assert.deepEqual(rooms.map((r) => r.room_id), [a.roomId]);
+    });
+
+    test('what was just committed is answered from memory as the database answers it', async () => {
+      const a = await h.rooms.createRoom(alice, { preset: 'public_chat' });
+      const b = await h.rooms.createRoom(alice, {});
+      const start = await lastPosition(b.roomId);
+      await h.rooms.join(bob, a.roomId);
+      // Concurrent sends share a transaction: one batch, several rooms.
+      const sent = await Promise.all([
+        h.rooms.sendMessage(alice, a.roomId, 'm.room.message', { body: 'a1' }),
+        h.rooms.sendMessage(bob, a.roomId, 'm.room.message', { body: 'a2' }),
+        h.rooms.sendState(alice, b.roomId, 'm.room.topic', '', { topic: 'b' }),
+        h.rooms.sendMessage(alice, b.roomId, 'm.room.message', { body: 'b1' }),
+      ]);
+      const redaction = await h.rooms.redact(alice, a.roomId, sent[0]!, { reason: 'oops' });
+      const end = await lastPosition(a.roomId);
+      const reader = h.rooms.reader;
+      for (let after = start; after < end; after++) {
+        for (const upTo of [after + 1, Math.floor((after + end) / 2), end]) {
+          if (upTo <= after) continue;
+          assert.deepEqual(reader.recentStream(after, upTo, 100), await eventsInStreamRange(reader.db, after, upTo, 100), `(${after}, ${upTo}]`);
+        }
+      }
+      assert.equal(reader.recentStream(start, end, 2)!.length, 2);
+
+      // The events as kept from their commit, against a reader that has only the database.
+      const fromRows = new RoomReader(reader.db, end);
+      const ids = [...sent.slice(1), redaction];
+      const nids = (await fromRows.events(ids)).values();
+      const kept = await reader.eventsByNids([...nids].map((e) => e.nid));
+      for (const e of (await fromRows.events(ids)).values()) assert.deepEqual(kept.get(e.nid), e, e.eventId);
+      // The redacted event is read again: its row now names its redaction.
+      const redacted = (await reader.event(sent[0]!))!;
+      assert.equal(redacted.redactedBy, redaction);
+
+      // A reader started at `end` knows nothing before it.
+      assert.equal(fromRows.recentStream(end - 1, end, 100), undefined);
+      assert.deepEqual(fromRows.recentStream(end, end, 100), []);
     });
 
     test('state at a stream position; client format without room_id', async () => {

@@ -79,7 +79,9 @@ for (const { backend, skip } of await serverBackends()) {
       await addRooms(40);
       const eighty = await measure();
       assert.equal(eighty.incremental, forty.incremental, `incremental: ${JSON.stringify({ forty, eighty })}`);
-      assert.ok(eighty.incremental <= 5, `incremental: ${JSON.stringify({ forty, eighty })}`);
+      // The range and the event a send wakes a sync for are in memory; what is left is the unread
+      // count of a room not counted since the initial sync.
+      assert.ok(eighty.incremental <= 1, `incremental: ${JSON.stringify({ forty, eighty })}`);
       assert.ok(eighty.quiet <= 1, `nothing new: ${JSON.stringify({ forty, eighty })}`);
       // Twice the rooms: one more chunk of 50 rooms (some ten statements), not 40 more.
       assert.ok(eighty.initial <= forty.initial + 10, `initial: ${JSON.stringify({ forty, eighty })}`);
