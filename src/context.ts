@@ -164,6 +164,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
+    eventCache: { maxBytes: core.config.global.cache.max_size_estimated, maxAgeMs: core.config.global.cache.max_age },
   });
   const roomService = rooms;
   presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });

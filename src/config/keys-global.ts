@@ -108,14 +108,15 @@ export const GLOBAL_KEYS = [
     kind: size(),
     default: '1gb',
     doc:
-      'Estimated upper bound of the in-memory caches, in bytes or with a kb, mb, gb or tb suffix ' +
-      '(binary: 1kb = 1024 bytes). Not a limit on the memory of the whole process.',
+      'Estimated upper bound of the parsed-event cache (which also keeps at most 20,000 events), in ' +
+      'bytes or with a kb, mb, gb or tb suffix (binary: 1kb = 1024 bytes). Not a limit on the memory ' +
+      'of the whole process.',
   }),
   key({
     path: 'global.cache.max_age',
     kind: duration(1),
     default: '1h',
-    doc: 'Longest time an entry stays in a cache before it is dropped or read again.',
+    doc: 'Longest time an event stays in the parsed-event cache before it is read again.',
   }),
   key({
     path: 'global.disable_federation',

@@ -19,6 +19,7 @@ import type { Notifier } from '../sync/notifier.js';
 import { buildEvent, type BuildContext, type BuiltEvent, type EventDraft } from './builder.js';
 import { loadRoomHead } from './head-loader.js';
 import type { RoomHead } from './head.js';
+import type { EventCacheLimits } from './event-cache.js';
 import { RoomReader } from './reader.js';
 import { storedEventOf } from './stored-event.js';
 import { TxnIds, type TxnKey } from './txn-ids.js';
@@ -46,8 +47,8 @@ export interface RoomServiceDeps {
   readonly profiles?: ProfileSource;
   /** Clock for origin_server_ts and ages (tests pin it). */
   readonly now?: () => number;
-  /** Parsed events kept in memory (default 20,000). */
-  readonly eventCacheSize?: number;
+  /** Bounds of the parsed-event cache (default: 20,000 events, 1 GB estimated, an hour). */
+  readonly eventCache?: Partial<EventCacheLimits>;
   /** Room heads (current state in memory) kept; idle ones past this are dropped (default 10,000). */
   readonly maxRoomHeads?: number;
 }
@@ -78,7 +79,7 @@ export class RoomCore {
     this.notifier = deps.notifier;
     this.profiles = deps.profiles;
     this.now = deps.now ?? Date.now;
-    this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCacheSize);
+    this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;
     this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
     const queries = new HotRoomQueries(deps.db);

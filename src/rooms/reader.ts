@@ -28,6 +28,7 @@ import { roomById, roomByNid, type RoomRow } from '../storage/rooms/rooms.js';
 import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { StreamEvent } from '../storage/sync/events.js';
 import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
+import { EventCache, type EventCacheLimits } from './event-cache.js';
 import { RecentEvents } from './recent-events.js';
 import { storedEventFromRow, type StoredEvent } from './stored-event.js';
 
@@ -41,14 +42,20 @@ export interface RoomInfo {
   readonly creator: string;
 }
 
-const DEFAULT_EVENT_CACHE = 20_000;
+/** Bounds of the parsed-event cache: at most this many events, ... */
+const DEFAULT_EVENT_CACHE: EventCacheLimits = {
+  maxEvents: 20_000,
+  // ... of at most this many estimated bytes (global.cache.max_size_estimated's default) ...
+  maxBytes: 1024 ** 3,
+  // ... none kept longer than global.cache.max_age's default.
+  maxAgeMs: 3_600_000,
+};
 const ROOM_CACHE = 50_000;
 /** Just-committed events held until read (then cached) or pushed out by newer ones. */
 const FRESH_KEPT = 256;
 
 export class RoomReader {
-  private readonly byNid = new Map<number, StoredEvent>();
-  private readonly nidById = new Map<string, number>();
+  private readonly cached: EventCache;
   private readonly roomsById = new Map<string, RoomInfo>();
   private readonly roomsByNid = new Map<number, RoomInfo>();
   private readonly fresh = new Map<number, StoredEvent>();
@@ -58,9 +65,15 @@ export class RoomReader {
   constructor(
     readonly db: Kysely<Schema>,
     eventsPosition: number,
-    private readonly eventCacheSize = DEFAULT_EVENT_CACHE,
+    cacheLimits: Partial<EventCacheLimits> = {},
   ) {
     this.recent = new RecentEvents(eventsPosition);
+    this.cached = new EventCache({ ...DEFAULT_EVENT_CACHE, ...cacheLimits });
+  }
+
+  /** How many parsed events are cached, and their estimated bytes. */
+  get cacheUsage(): { events: number; bytes: number } {
+    return this.cached.usage;
   }
 
   // ---- rooms ----
@@ -101,38 +114,19 @@ export class RoomReader {
   // ---- events ----
 
   private remember(row: EventRow): StoredEvent {
-    const nid = Number(row.event_nid);
-    const cached = this.byNid.get(nid);
-    if (cached !== undefined) {
-      // Refresh its place in the eviction order.
-      this.byNid.delete(nid);
-      this.byNid.set(nid, cached);
-      return cached;
-    }
-    return this.cache(storedEventFromRow(row));
+    return this.cached.get(Number(row.event_nid)) ?? this.cache(storedEventFromRow(row));
   }
 
   private cache(e: StoredEvent): StoredEvent {
-    const nid = e.nid;
-    this.fresh.delete(nid);
-    this.byNid.set(nid, e);
-    this.nidById.set(e.eventId, nid);
-    if (this.byNid.size > this.eventCacheSize) {
-      const oldest = this.byNid.keys().next().value as number;
-      const old = this.byNid.get(oldest)!;
-      this.byNid.delete(oldest);
-      this.nidById.delete(old.eventId);
-    }
+    this.fresh.delete(e.nid);
+    this.cached.add(e);
     return e;
   }
 
   /** Drops an event from the cache (its row changed: a redaction now applies to it). */
   evict(eventId: string): void {
     for (const [nid, e] of this.fresh) if (e.eventId === eventId) this.fresh.delete(nid);
-    const nid = this.nidById.get(eventId);
-    if (nid === undefined) return;
-    this.nidById.delete(eventId);
-    this.byNid.delete(nid);
+    this.cached.delete(eventId);
   }
 
   /** Events this process's writer just committed, in stream order (called before anyone is told). */
@@ -163,8 +157,8 @@ export class RoomReader {
     const out = new Map<string, StoredEvent>();
     const missing: string[] = [];
     for (const id of eventIds) {
-      const nid = this.nidById.get(id);
-      const e = nid === undefined ? undefined : this.byNid.get(nid);
+      const nid = this.cached.nidOf(id);
+      const e = nid === undefined ? undefined : this.cached.get(nid);
       if (e !== undefined) out.set(id, e);
       else missing.push(id);
     }
@@ -176,7 +170,7 @@ export class RoomReader {
     const out = new Map<number, StoredEvent>();
     const missing: number[] = [];
     for (const nid of nids) {
-      let e = this.byNid.get(nid);
+      let e = this.cached.get(nid);
       if (e === undefined) {
         const fresh = this.fresh.get(nid);
         if (fresh !== undefined) e = this.cache(fresh);

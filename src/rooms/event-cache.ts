@@ -1,0 +1,85 @@
+// Parsed events kept in memory, least recently used first out, within three bounds: a number of
+// events, an estimate of the memory they hold (global.cache.max_size_estimated; events run from a
+// few hundred bytes to 64 KB, so a count alone bounds nothing) and an age (global.cache.max_age),
+// past which an event is read again.
+
+import type { StoredEvent } from './stored-event.js';
+
+export interface EventCacheLimits {
+  readonly maxEvents: number;
+  /** Estimated bytes (see StoredEvent.size). */
+  readonly maxBytes: number;
+  readonly maxAgeMs: number;
+  readonly now?: () => number;
+}
+
+interface Entry {
+  readonly event: StoredEvent;
+  readonly at: number;
+}
+
+export class EventCache {
+  private readonly byNid = new Map<number, Entry>();
+  private readonly nidById = new Map<string, number>();
+  private bytes = 0;
+  private readonly now: () => number;
+
+  constructor(private readonly limits: EventCacheLimits) {
+    this.now = limits.now ?? Date.now;
+  }
+
+  /** The event, made the most recently used; undefined when absent or too old. */
+  get(nid: number): StoredEvent | undefined {
+    const entry = this.byNid.get(nid);
+    if (entry === undefined) return undefined;
+    this.byNid.delete(nid);
+    if (this.now() - entry.at > this.limits.maxAgeMs) {
+      this.forget(entry.event);
+      return undefined;
+    }
+    this.byNid.set(nid, entry);
+    return entry.event;
+  }
+
+  nidOf(eventId: string): number | undefined {
+    return this.nidById.get(eventId);
+  }
+
+  add(event: StoredEvent): void {
+    const known = this.byNid.get(event.nid);
+    if (known !== undefined) {
+      this.byNid.delete(event.nid);
+      this.forget(known.event);
+    }
+    // An event larger than the whole budget is not kept at all.
+    if (event.size > this.limits.maxBytes) return;
+    this.byNid.set(event.nid, { event, at: this.now() });
+    this.nidById.set(event.eventId, event.nid);
+    this.bytes += event.size;
+    while (this.byNid.size > this.limits.maxEvents || this.bytes > this.limits.maxBytes) {
+      const oldest = this.byNid.values().next().value as Entry;
+      this.byNid.delete(oldest.event.nid);
+      this.forget(oldest.event);
+    }
+  }
+
+  delete(eventId: string): void {
+    const nid = this.nidById.get(eventId);
+    if (nid === undefined) return;
+    const entry = this.byNid.get(nid);
+    this.byNid.delete(nid);
+    if (entry !== undefined) this.forget(entry.event);
+    else this.nidById.delete(eventId);
+  }
+
+  /** How many events, and their estimated bytes. */
+  get usage(): { events: number; bytes: number } {
+    return { events: this.byNid.size, bytes: this.bytes };
+  }
+
+  /** Bookkeeping of an entry already taken out of byNid. */
+  private forget(event: StoredEvent): void {
+    this.bytes -= event.size;
+    if (this.nidById.get(event.eventId) === event.nid) this.nidById.delete(event.eventId);
+  }
+}
