@@ -2,8 +2,10 @@
 // with a position in (coveredAfter, last] is here, in order, so a range inside that stretch is
 // answered without a read: the range a sync wakes for is, almost always, the send that woke it.
 //
-// Only this process writes the events stream (one writer, storage positions allocated in its
-// transactions), so the stretch that starts at the position read at start-up stays complete.
+// Only this process writes the events stream (one writer; positions come from a counter updated
+// in its transactions, so a rolled-back batch gives its positions back), so positions arrive one
+// after another. A position that skips ahead means something else wrote the stream (another process
+// on the same database): the log then starts over after the gap, and earlier ranges are read.
 
 import type { StreamEvent } from '../storage/sync/events.js';
 
@@ -26,6 +28,10 @@ export class RecentEvents {
   add(events: readonly StreamEvent[]): void {
     for (const e of events) {
       if (e.position <= this.last) throw new Error(`events stream out of order: ${e.position} after ${this.last}`);
+      if (e.position !== this.last + 1) {
+        this.entries = [];
+        this.coveredAfter = e.position - 1;
+      }
       this.entries.push(e);
       this.last = e.position;
     }

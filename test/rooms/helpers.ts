@@ -3,6 +3,7 @@
 
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
+import { currentStreamPositions } from '../../src/storage/streams.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { generateSigningKey, type SigningKey } from '../../src/protocol/signing.js';
 import { Notifier } from '../../src/sync/notifier.js';
@@ -27,7 +28,9 @@ export async function roomsHarness(
   const database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 8 });
   await migrateToLatest(database.db as never, database.dialect);
   const key = generateSigningKey();
-  const notifier = new Notifier();
+  // As the server starts: from the positions the database holds (a second service on a used
+  // database must not take its events stream to start at 0).
+  const notifier = new Notifier(await currentStreamPositions(database.db));
   const profiles = new Map<string, MemberProfile>();
   const rooms = new RoomService({
     db: database.db,
