@@ -43,6 +43,8 @@ export const MAX_EVALUATED = 100;
  */
 export const READ_BUDGET = 2000;
 const CACHE_ENTRIES = 20_000;
+/** Stream events looked through at most to learn that a room had none. */
+const QUIET_SCAN = 1000;
 const READ_RECEIPTS = ['m.read', 'm.read.private'];
 
 export interface UnreadRoom {
@@ -140,11 +142,21 @@ export class UnreadCounter {
     return out;
   }
 
-  /** The events of (from, upTo] (the newest MAX_EVALUATED), when the timeline read them all. */
+  /**
+   * The events of (from, upTo] (the newest MAX_EVALUATED), when the timeline read them all, or read
+   * all there were since the stretch of the stream before it, in memory, shows none in the room.
+   */
   private eventsAtHand(room: UnreadRoom, from: number): StoredEvent[] | undefined {
     const t = room.timeline;
-    if (t === undefined || t.coveredAfter > from) return undefined;
+    if (t === undefined) return undefined;
+    if (t.coveredAfter > from && !this.quiet(room.roomNid, from, t.coveredAfter)) return undefined;
     return t.scanned.filter((e) => e.streamOrdering > from && e.streamOrdering <= room.upTo).slice(0, MAX_EVALUATED);
+  }
+
+  /** Whether the events stream in memory shows no event of the room in (after, upTo]. */
+  private quiet(roomNid: number, after: number, upTo: number): boolean {
+    const events = this.reader.recentStream(after, upTo, QUIET_SCAN);
+    return events !== undefined && events.length < QUIET_SCAN && !events.some((e) => e.roomNid === roomNid);
   }
 
   /** The push context per sender; power levels are read only when an event asks for them (@room). */
