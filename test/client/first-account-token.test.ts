@@ -1,10 +1,10 @@
 // The token printed at first start makes its account an admin, so it must admit nobody once any
 // account exists, however that account came to be.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from '../e2e/support/client.js';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, startTestServer, type TestServer, useTestServer } from '../support/server.js';
 
 const V3 = '/_matrix/client/v3';
 const VALIDITY = '/_matrix/client/v1/register/m.login.registration_token/validity';
@@ -25,16 +25,8 @@ function registerWithToken(hs: TestServer, username: string, token: string, sess
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`the first-start token once accounts exist, on ${backend}`, { skip }, () => {
-    let open: TestServer;
-    let closed: TestServer;
-    before(async () => {
-      open = await startTestServer({ backend });
-      closed = await startTestServer({ backend, config: { client_api: { registration_disabled: true } } });
-    });
-    after(async () => {
-      await open?.close();
-      await closed?.close();
-    });
+    const open = useTestServer({ backend });
+    const closed = useTestServer({ backend, config: { client_api: { registration_disabled: true } } });
 
     test('an account registered with m.login.dummy ends it: validity false, the stage fails with 401 M_UNAUTHORIZED', async () => {
       const accounts = open.server.services.accounts;

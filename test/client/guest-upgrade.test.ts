@@ -1,22 +1,16 @@
 // A guest upgrades to a full account by registering its own numeric localpart with its access
 // token (spec: guest access; `guest_access_token` in the body, or the Authorization header).
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from '../e2e/support/client.js';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 
 const V3 = '/_matrix/client/v3';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`guest upgrade over HTTP on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    before(async () => {
-      hs = await startTestServer({ backend, config: { client_api: { guests_disabled: false } } });
-    });
-    after(async () => {
-      await hs?.close();
-    });
+    const hs = useTestServer({ backend, config: { client_api: { guests_disabled: false } } });
 
     async function guest(): Promise<{ userId: string; localpart: string; token: string }> {
       const r = await request(hs.baseUrl, 'POST', `${V3}/register?kind=guest`, {});

@@ -2,10 +2,10 @@
 // /keys/claim (one-time keys once each, then the fallback key), /keys/changes, and the key counts
 // in /sync.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client } from '../sync/sync-client.js';
+import { serverBackends, useTestServer } from '../support/server.js';
+import { Client, clients } from '../sync/sync-client.js';
 
 function deviceKeys(userId: string, deviceId: string, extra: object = {}): object {
   return {
@@ -24,16 +24,8 @@ function signedKey(id: string): object {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`keys routes on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
 
     test('upload device keys and one-time keys; counts come back and show in sync', async () => {
       const alice = await user('alice');

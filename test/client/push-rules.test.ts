@@ -2,10 +2,10 @@
 // with before/after, changes to default rules, the m.push_rules account data in /sync, and the
 // user's own rules deciding the unread notification counts /sync reports.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client, enc, type Reply } from '../sync/sync-client.js';
+import { serverBackends, useTestServer } from '../support/server.js';
+import { clients, enc, type Reply } from '../sync/sync-client.js';
 
 const RULES = '/pushrules/global';
 
@@ -20,16 +20,8 @@ const pushRulesIn = (sync: any) => sync.account_data.events.filter((e: any) => e
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`push rules over HTTP on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
 
     test('GET /pushrules/, /pushrules/global/ and /pushrules serve the defaults under r0 and v3', async () => {
       const alice = await user('alice');

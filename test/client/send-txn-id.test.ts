@@ -1,25 +1,21 @@
 // PUT /rooms/{roomId}/send/{eventType}/{txnId}: transaction ids are at most 255 bytes.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { enc, request } from '../e2e/support/client.js';
-import { serverBackends, startTestServer, type TestServer, type TestUser } from '../support/server.js';
+import { serverBackends, type TestUser, useTestServer } from '../support/server.js';
 
 const V3 = '/_matrix/client/v3';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`send transaction ids on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: TestUser;
     let roomId: string;
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = await hs.registerUser('alice', 'pw');
       const created = await request(hs.baseUrl, 'POST', `${V3}/createRoom`, {}, { token: alice.accessToken });
       roomId = created.body['room_id'];
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     const send = (txnId: string) =>

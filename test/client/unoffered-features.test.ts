@@ -1,10 +1,10 @@
 // Endpoints clients call for features this server does not offer answer as an unconfigured
 // Synapse does, for logged-in users, under r0 and v3.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from '../e2e/support/client.js';
-import { serverBackends, startTestServer, type TestServer, type TestUser } from '../support/server.js';
+import { serverBackends, type TestUser, useTestServer } from '../support/server.js';
 
 const ANSWERS: [string, number, unknown][] = [
   ['/account/3pid', 200, { threepids: [] }],
@@ -17,14 +17,10 @@ const ANSWERS: [string, number, unknown][] = [
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`answers for features not offered, on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend, config: { client_api: { guests_disabled: false } } });
     let alice: TestUser;
     before(async () => {
-      hs = await startTestServer({ backend, config: { client_api: { guests_disabled: false } } });
       alice = await hs.registerUser('alice', 'pw');
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     for (const [path, status, body] of ANSWERS) {

@@ -1,9 +1,9 @@
 // Every kind of failure a client can meet, against a real server on SQLite and PostgreSQL: the
 // status, the errcode, an `error` message, JSON, and the CORS headers a browser needs to read it.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { ApiClient, type CallOptions, type Reply, enc, request } from './support/client.js';
 
 const CLIENT_PREFIXES = ['/_matrix/client/v3', '/_matrix/client/r0', '/_chat/client/v3', '/_chat/client/r0'];
@@ -23,7 +23,7 @@ function assertError(reply: Reply, status: number, errcodes: string | readonly s
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`error replies on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: ApiClient;
     let bob: ApiClient;
     let carol: ApiClient;
@@ -35,7 +35,6 @@ for (const { backend, skip } of await serverBackends()) {
     const room = (path = '') => `/rooms/${enc(roomId)}${path}`;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       const client = async (name: string) => {
         const u = await hs.registerUser(name, `${name}-pw`);
         return new ApiClient(hs.baseUrl, '/_matrix/client/v3', u.userId, u.accessToken, u.deviceId);
@@ -45,7 +44,6 @@ for (const { backend, skip } of await serverBackends()) {
       await bob.ok('POST', `/join/${enc(roomId)}`, {});
       messageId = await alice.send(roomId, { msgtype: 'm.text', body: 'hi' }, 'txn-1');
     });
-    after(() => hs.close());
 
     test('malformed JSON is 400 M_NOT_JSON', async () => {
       const cases: [string, string, string | Uint8Array][] = [

@@ -2,16 +2,16 @@
 // alice speaks under /_chat/ and bob under /_matrix/. Each step builds on the one before; syncs are
 // incremental from the token the user's previous sync gave, unless a step says otherwise.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { type ApiClient, enc, ephemeralOf, registerAndLogin, timeWake, timelineOf } from './support/client.js';
 
 const ids = (events: readonly any[]) => events.map((e) => e.event_id as string);
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`two users over HTTP on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: ApiClient;
     let bob: ApiClient;
     let roomId: string;
@@ -31,11 +31,6 @@ for (const { backend, skip } of await serverBackends()) {
       return s;
     };
     const room = (path = '') => `/rooms/${enc(roomId)}${path}`;
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(() => hs.close());
 
     test('both register with the dummy flow and log in with a password', async () => {
       alice = await registerAndLogin(hs.baseUrl, '/_chat/client/v3', 'alice', 'alice-password');

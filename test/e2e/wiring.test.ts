@@ -1,13 +1,13 @@
 // The services working together in one real server: profiles in member events, receipts and
 // typing against room membership, deactivation leaving rooms.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer, type TestUser } from '../support/server.js';
+import { serverBackends, type TestUser, useTestServer } from '../support/server.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`services wired together on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: TestUser;
     let bob: TestUser;
     let roomId: string;
@@ -20,14 +20,12 @@ for (const { backend, skip } of await serverBackends()) {
     const json = async (res: Response) => (await res.json()) as Record<string, any>;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = await hs.registerUser('alice', 'pw-alice');
       bob = await hs.registerUser('bob', 'pw-bob');
       const res = await api(alice, 'POST', '/createRoom', { preset: 'private_chat', invite: [bob.userId], name: 'Wired' });
       roomId = (await json(res)).room_id;
       assert.equal((await api(bob, 'POST', `/join/${encodeURIComponent(roomId)}`, {})).status, 200);
     });
-    after(() => hs.close());
 
     test('a new account has a profile whose display name is its localpart', async () => {
       const res = await api(alice, 'GET', `/profile/${encodeURIComponent(bob.userId)}`);

@@ -2,10 +2,10 @@
 // recursive path: canonical JSON, hashing, redaction, push rules, sync); one level more is
 // 400 M_BAD_JSON on every route and nothing is stored. Real server, SQLite and PostgreSQL.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_JSON_DEPTH, jsonTextDepth } from '../../src/http/body.js';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { ApiClient, enc } from '../e2e/support/client.js';
 
 /** An object `levels` deep counting itself: {"k":{"k":...{"leaf":true}}}, under `extra` at the top. */
@@ -45,13 +45,12 @@ describe('jsonTextDepth', () => {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`JSON nesting limit on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: ApiClient;
     let bob: ApiClient;
     let roomId: string;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       const client = async (name: string) => {
         const u = await hs.registerUser(name, `${name}-pw`);
         return new ApiClient(hs.baseUrl, '/_matrix/client/v3', u.userId, u.accessToken, u.deviceId);
@@ -60,7 +59,6 @@ for (const { backend, skip } of await serverBackends()) {
       roomId = (await alice.ok('POST', '/createRoom', { preset: 'public_chat' })).room_id;
       await bob.ok('POST', `/join/${enc(roomId)}`, {});
     });
-    after(() => hs.close());
 
     const assertTooDeep = (r: { status: number; body: any }, what: string) => {
       assert.equal(r.status, 400, `${what}: ${r.status} ${JSON.stringify(r.body)}`);

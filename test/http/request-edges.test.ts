@@ -1,10 +1,10 @@
 // Requests at the HTTP edge against a real server: heads too large for Node's parser, malformed
 // requests, 405 with Allow, and an access token given two ways at once.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 
 interface RawReply {
   readonly status: number;
@@ -49,13 +49,11 @@ function assertJsonError(reply: RawReply, status: number, errcode: string, what:
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`HTTP edge cases on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let token: string;
     before(async () => {
-      hs = await startTestServer({ backend });
       token = (await hs.registerUser('alice', 'alice-pw')).accessToken;
     });
-    after(() => hs.close());
 
     test('a URL over the parser limit: 431 M_TOO_LARGE as JSON with CORS headers', async () => {
       for (const length of [17_000, 100_000]) {

@@ -1,36 +1,20 @@
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HearthError } from '../../src/protocol/errors.js';
 import type { ClientEvent } from '../../src/rooms/client-event.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, SERVER, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 const carol = user('carol');
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof HearthError, String(err));
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    return true;
-  });
-}
-
 for (const backend of await storageBackends()) {
   describe(`createRoom on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
+    const h = useRoomsHarness(backend);
+    before(() => {
       h.profiles.set(alice.userId, { displayname: 'Alice', avatar_url: 'mxc://hs.test/a' });
       h.profiles.set(bob.userId, { displayname: 'Bob' });
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
     });
 
     /** The room's events in order, as the creator sees them. */

@@ -1,36 +1,17 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HearthError } from '../../src/protocol/errors.js';
 import type { Actor } from '../../src/rooms/service.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, SERVER, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, roomsHarness, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 const carol = user('carol');
 const admin: Actor = { ...user('root'), isAdmin: true };
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof HearthError, String(err));
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    return true;
-  });
-}
-
 for (const backend of await storageBackends()) {
   describe(`aliases and the room directory on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
-    });
+    const h = useRoomsHarness(backend);
 
     test('aliases: members create them, anyone resolves them, duplicates are 409', async () => {
       const { roomId } = await h.rooms.createRoom(alice, { preset: 'public_chat' });

@@ -1,8 +1,8 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventCache } from '../../src/rooms/event-cache.js';
 import type { StoredEvent } from '../../src/rooms/stored-event.js';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 
 const event = (nid: number, size = 100) => ({ nid, eventId: `$e${nid}`, size }) as StoredEvent;
 const nids = (cache: EventCache, all: number[]) => all.filter((n) => cache.get(n) !== undefined);
@@ -49,11 +49,7 @@ describe('the parsed-event cache', () => {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`global.cache.max_size_estimated bounds the event cache on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    before(async () => {
-      hs = await startTestServer({ backend, config: { global: { cache: { max_size_estimated: '16kb' } } } });
-    });
-    after(() => hs.close());
+    const hs = useTestServer({ backend, config: { global: { cache: { max_size_estimated: '16kb' } } } });
 
     test('paging through a long history keeps the cache within the bound, and every event is served', async () => {
       const alice = await hs.registerUser('alice', 'secret');

@@ -1,14 +1,19 @@
 // A room service over a real database for tests: fresh database, migrations, a signing key, a
-// notifier, and profiles from an in-memory map.
+// notifier, and profiles from an in-memory map. Also the hooks that give a suite one, and the check
+// for a refusal.
 
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { currentStreamPositions } from '../../src/storage/streams.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { generateSigningKey, type SigningKey } from '../../src/protocol/signing.js';
+import { HearthError } from '../../src/protocol/errors.js';
 import { Notifier } from '../../src/sync/notifier.js';
 import { RoomService, type Actor, type MemberProfile } from '../../src/rooms/service.js';
 import type { TestDatabase } from '../support/databases.js';
+import { forwardTo } from '../support/forward.js';
 
 export const SERVER = 'hs.test';
 
@@ -21,10 +26,12 @@ export interface RoomsHarness {
   close(): Promise<void>;
 }
 
-export async function roomsHarness(
-  target: TestDatabase,
-  options: { defaultRoomVersion?: string; now?: () => number } = {},
-): Promise<RoomsHarness> {
+export interface RoomsHarnessOptions {
+  defaultRoomVersion?: string;
+  now?: () => number;
+}
+
+export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOptions = {}): Promise<RoomsHarness> {
   const database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 8 });
   await migrateToLatest(database.db as never, database.dialect);
   const key = generateSigningKey();
@@ -47,4 +54,45 @@ export async function roomsHarness(
 
 export function user(localpart: string, deviceId = 'DEV'): Actor {
   return { userId: `@${localpart}:${SERVER}`, deviceId, isGuest: false, isAdmin: false };
+}
+
+/** A suite's harness, with the database it runs on; closing it is the suite's `after` hook's job. */
+export interface SuiteRoomsHarness extends Omit<RoomsHarness, 'close'> {
+  readonly target: TestDatabase;
+}
+
+/**
+ * For a suite on one storage backend: registers hooks that make a harness on a fresh database before
+ * the suite's tests and close and drop it after them, and returns an object standing for it. Hooks
+ * the suite registers later run after these, so its own `before` can already use the harness.
+ */
+export function useRoomsHarness(
+  backend: { create(): Promise<TestDatabase> },
+  options: RoomsHarnessOptions = {},
+): SuiteRoomsHarness {
+  let target: TestDatabase | undefined;
+  let harness: (RoomsHarness & SuiteRoomsHarness) | undefined;
+  before(async () => {
+    target = await backend.create();
+    harness = { ...(await roomsHarness(target, options)), target };
+  });
+  after(async () => {
+    await harness?.close();
+    await target?.drop();
+  });
+  return forwardTo(() => harness, 'the rooms harness');
+}
+
+/** Asserts that `p` fails with a HearthError of this status and errcode (and message); returns it. */
+export async function rejectsWith(p: Promise<unknown>, status: number, errcode: string, message?: RegExp): Promise<HearthError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof HearthError, `expected HearthError, got ${String(err)}`);
+    assert.equal(err.errcode, errcode, err.message);
+    assert.equal(err.status, status);
+    if (message !== undefined) assert.match(err.message, message);
+    return err;
+  }
+  assert.fail(`expected ${status} ${errcode}`);
 }

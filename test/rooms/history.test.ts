@@ -1,38 +1,19 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HearthError } from '../../src/protocol/errors.js';
 import type { ClientEvent } from '../../src/rooms/client-event.js';
 import { encodeSyncToken } from '../../src/sync/token.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, roomsHarness, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 const carol = user('carol');
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof HearthError, String(err));
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    return true;
-  });
-}
-
 const bodies = (events: ClientEvent[]) => events.filter((e) => e.type === 'm.room.message').map((e) => e.content.body);
 
 for (const backend of await storageBackends()) {
   describe(`room history on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
-    });
+    const h = useRoomsHarness(backend);
 
     async function roomWith(visibility: string): Promise<string> {
       const { roomId } = await h.rooms.createRoom(alice, {
@@ -206,7 +187,7 @@ for (const backend of await storageBackends()) {
 
     test('served events carry age, prev_content for state, and transaction_id for the sending device only', async () => {
       let clock = 1_000_000;
-      const timed = await roomsHarness(target, { now: () => clock });
+      const timed = await roomsHarness(h.target, { now: () => clock });
       try {
         const { roomId } = await timed.rooms.createRoom(alice, {});
         await timed.rooms.sendState(alice, roomId, 'm.room.topic', '', { topic: 'first' });

@@ -2,14 +2,14 @@
 // /context, their state events are kept, and pagination still walks past them; over HTTP on
 // SQLite and PostgreSQL.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, enc } from '../sync/sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`ignored senders in room reads on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: Client;
     let bob: Client;
     let roomId: string;
@@ -18,7 +18,6 @@ for (const { backend, skip } of await serverBackends()) {
     let bobTopic: string;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = new Client(hs, await hs.registerUser('alice', 'secret'));
       bob = new Client(hs, await hs.registerUser('bob', 'secret'));
       roomId = await alice.createRoom({ preset: 'public_chat' });
@@ -32,9 +31,6 @@ for (const { backend, skip } of await serverBackends()) {
         bobTexts.push(await bob.text(roomId, `bob ${i}b`));
         if (i === 1) bobTopic = (await bob.ok('PUT', `/rooms/${enc(roomId)}/state/m.room.topic/`, { topic: 'by bob' })).event_id;
       }
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     const messages = (params: Record<string, string>) => alice.ok('GET', `/rooms/${enc(roomId)}/messages?${new URLSearchParams(params).toString()}`);

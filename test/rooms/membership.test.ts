@@ -1,37 +1,17 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HearthError } from '../../src/protocol/errors.js';
 import type { Actor } from '../../src/rooms/service.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, SERVER, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice'); // creator, level 100
 const bob = user('bob');
 const carol = user('carol');
 const dave = user('dave');
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string, message?: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof HearthError, String(err));
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    if (message !== undefined) assert.match(err.message, message);
-    return true;
-  });
-}
-
 for (const backend of await storageBackends()) {
   describe(`membership on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
-    });
+    const h = useRoomsHarness(backend);
 
     const membership = async (roomId: string, who: Actor, of: string): Promise<string | undefined> => {
       const members = await h.rooms.members(who, roomId);

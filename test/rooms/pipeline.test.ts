@@ -1,48 +1,28 @@
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkContentHash, computeEventId, verifyEventSignature } from '../../src/protocol/hashes.js';
 import { referenceIds, type Pdu } from '../../src/protocol/events.js';
-import { HearthError } from '../../src/protocol/errors.js';
 import { roomVersions, getRoomVersion } from '../../src/protocol/room-versions.js';
 import { RoomService } from '../../src/rooms/service.js';
 import { Notifier, type StreamChange } from '../../src/sync/notifier.js';
 import { STATE_CHAIN_LIMIT } from '../../src/storage/rooms/state-snapshots.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, SERVER, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string): Promise<HearthError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof HearthError, `expected HearthError, got ${String(err)}`);
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    return err;
-  }
-  assert.fail(`expected ${status} ${errcode}`);
-}
-
 for (const backend of await storageBackends()) {
   describe(`room event pipeline on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
+    const h = useRoomsHarness(backend);
     const changes: StreamChange[] = [];
 
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
+    before(() => {
       const notify = h.notifier.notify.bind(h.notifier);
       h.notifier.notify = (c) => {
         changes.push(c);
         notify(c);
       };
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
     });
 
     const rows = (roomId: string) =>

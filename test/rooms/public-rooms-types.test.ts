@@ -1,28 +1,24 @@
 // POST /publicRooms filter.room_types (v1.4): room types to list, null standing for rooms without
 // one; each entry names its room_type. Over HTTP on both backends.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client } from '../sync/sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`publicRooms room_types on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: Client;
     let space: string;
     let plain: string;
     let custom: string;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = new Client(hs, await hs.registerUser('alice', 'secret'));
       space = await alice.createRoom({ preset: 'public_chat', visibility: 'public', creation_content: { type: 'm.space' } });
       plain = await alice.createRoom({ preset: 'public_chat', visibility: 'public' });
       custom = await alice.createRoom({ preset: 'public_chat', visibility: 'public', creation_content: { type: 'org.example.board' } });
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     const listed = async (filter: object | undefined) => {

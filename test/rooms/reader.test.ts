@@ -1,28 +1,19 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stateKey } from '../../src/protocol/events.js';
 import { loadVisibilityHistory, visibleEvents } from '../../src/rooms/query/history.js';
 import { RoomReader } from '../../src/rooms/reader.js';
 import { decodeTimelineToken, encodeTimelineToken } from '../../src/rooms/tokens.js';
 import { eventsInStreamRange } from '../../src/storage/sync/events.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 
 for (const backend of await storageBackends()) {
   describe(`the reader sync builds on, on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
-    });
+    const h = useRoomsHarness(backend);
 
     const lastPosition = async (roomId: string) => {
       const info = (await h.rooms.reader.roomInfo(roomId))!;

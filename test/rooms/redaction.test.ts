@@ -1,38 +1,19 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pdu } from '../../src/protocol/events.js';
-import { HearthError } from '../../src/protocol/errors.js';
 import { RoomService } from '../../src/rooms/service.js';
 import { Notifier } from '../../src/sync/notifier.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
-import { roomsHarness, SERVER, user, type RoomsHarness } from './helpers.js';
+import { storageBackends } from '../support/databases.js';
+import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const bob = user('bob');
 const carol = user('carol');
 const dave = user('dave');
 
-async function rejectsWith(p: Promise<unknown>, status: number, errcode: string): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof HearthError, String(err));
-    assert.equal(err.errcode, errcode, err.message);
-    assert.equal(err.status, status);
-    return true;
-  });
-}
-
 for (const backend of await storageBackends()) {
   describe(`redaction on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let h: RoomsHarness;
-    before(async () => {
-      target = await backend.create();
-      h = await roomsHarness(target);
-    });
-    after(async () => {
-      await h.close();
-      await target.drop();
-    });
+    const h = useRoomsHarness(backend);
 
     const storedPdu = async (eventId: string): Promise<Pdu> =>
       JSON.parse((await h.database.db.selectFrom('events').select('json').where('event_id', '=', eventId).executeTakeFirstOrThrow()).json) as Pdu;

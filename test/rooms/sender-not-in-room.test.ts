@@ -1,26 +1,22 @@
 // The refusal a sender gets when not joined says why: never in the room, or in it no longer
 // (with the membership); the errcode is M_FORBIDDEN either way. Over HTTP on both backends.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, enc } from '../sync/sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sending when not joined on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: Client;
     let bob: Client;
     let roomId: string;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = new Client(hs, await hs.registerUser('alice', 'secret'));
       bob = new Client(hs, await hs.registerUser('bob', 'secret'));
       roomId = await alice.createRoom({ preset: 'public_chat' });
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     const send = (who: Client, txn: string) => who.call('PUT', `/rooms/${enc(roomId)}/send/m.room.message/${txn}`, { msgtype: 'm.text', body: 'hi' });

@@ -2,17 +2,13 @@
 // and finds its event), a new id needs no lookup, and a filter past its capacity gives way to
 // lookups for everything not in memory.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { openDatabase, type Database } from '../../src/storage/database.js';
-import { migrateToLatest } from '../../src/storage/migrations/index.js';
-import { HotRoomQueries } from '../../src/storage/rooms/hot-queries.js';
-import { insertRoom } from '../../src/storage/rooms/rooms.js';
-import type { Schema } from '../../src/storage/schema.js';
 import { TXN_FILTER_CAPACITY, TxnFilter } from '../../src/rooms/txn-filter.js';
 import { TxnIds } from '../../src/rooms/txn-ids.js';
-import { storageBackends, type TestDatabase } from '../support/databases.js';
+import { storageBackends } from '../support/databases.js';
+import { useTxnRows } from './txn-rows.js';
 
 test('the filter has every id added and few it was not given', () => {
   fc.assert(
@@ -33,67 +29,39 @@ test('the filter has every id added and few it was not given', () => {
 
 for (const backend of await storageBackends()) {
   describe(`transaction ids dropped from memory on ${backend.name}`, { skip: backend.skip }, () => {
-    let target: TestDatabase;
-    let database: Database<Schema>;
-    let queries: HotRoomQueries;
-    let roomNid: number;
-    let position = 0;
-    let lookups = 0;
-
-    before(async () => {
-      target = await backend.create();
-      database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 4 });
-      await migrateToLatest(database.db as never, database.dialect);
-      queries = new HotRoomQueries(database.db);
-      const lookup = queries.eventIdByTxn.bind(queries);
-      queries.eventIdByTxn = (...args) => {
-        lookups++;
-        return lookup(...args);
-      };
-      roomNid = await insertRoom(database.db, { roomId: '!filter:hs', version: '10', creator: '@a:hs', createdTs: 0, isPublic: false });
-    });
-    after(async () => {
-      await database.close();
-      await target.drop();
-    });
+    const txns = useTxnRows(backend, '!filter:hs');
 
     /** Stores an event sent with `txn` and records it, as a send does. */
     const send = async (ids: TxnIds, sender: string, device: string, txn: string): Promise<string> => {
-      position++;
-      const eventId = `$f${position}`;
-      await queries.insertEventRow(database.db, {
-        event_id: eventId, room_nid: roomNid, type: 'm.room.message', state_key: null, sender, origin_server_ts: 0, depth: position,
-        stream_ordering: position, json: '{}', unsigned_json: null, redacts: null, redacted_by: null, rejected: 0, rejection_reason: null,
-        state_before_nid: null, state_after_nid: null, txn_device_id: device, txn_id: txn,
-      });
-      ids.record({ roomNid, sender, deviceId: device }, txn, Promise.resolve(eventId));
+      const eventId = await txns.store(sender, device, txn);
+      ids.record({ roomNid: txns.roomNid, sender, deviceId: device }, txn, Promise.resolve(eventId));
       return eventId;
     };
 
     test('past the memory bound, new ids need no lookup and dropped ones are still found', async () => {
-      const ids = new TxnIds(database.db, queries, { maxIds: 4 });
-      const key = { roomNid, sender: '@a:hs', deviceId: 'A' };
+      const ids = new TxnIds(txns.database.db, txns.queries, { maxIds: 4 });
+      const key = { roomNid: txns.roomNid, sender: '@a:hs', deviceId: 'A' };
       assert.equal(await ids.find(key, 't0'), undefined); // reads the device's stored ids: none
       const sent: string[] = [];
       for (let i = 0; i < 10; i++) sent.push(await send(ids, '@a:hs', 'A', `t${i}`));
       assert.equal(ids.peek(key, 't0'), undefined, 't0 left memory');
-      lookups = 0;
+      txns.lookups = 0;
       for (let i = 0; i < 20; i++) assert.equal(await ids.find(key, `new${i}`), undefined);
-      assert.ok(lookups <= 1, `${lookups} lookups for 20 new ids`);
-      lookups = 0;
+      assert.ok(txns.lookups <= 1, `${txns.lookups} lookups for 20 new ids`);
+      txns.lookups = 0;
       for (let i = 0; i < 10; i++) assert.equal(await (await ids.find(key, `t${i}`)), sent[i]);
-      assert.ok(lookups >= 1, 'the dropped ones were looked up');
+      assert.ok(txns.lookups >= 1, 'the dropped ones were looked up');
     });
 
     test('once the filter is full, every id not in memory is looked up', async () => {
-      const ids = new TxnIds(database.db, queries, { maxIds: 2 * TXN_FILTER_CAPACITY });
-      const key = { roomNid, sender: '@b:hs', deviceId: 'B' };
+      const ids = new TxnIds(txns.database.db, txns.queries, { maxIds: 2 * TXN_FILTER_CAPACITY });
+      const key = { roomNid: txns.roomNid, sender: '@b:hs', deviceId: 'B' };
       await ids.find(key, 'first');
       const early = await send(ids, '@b:hs', 'B', 'early');
       for (let i = 0; i < 2 * TXN_FILTER_CAPACITY + 10; i++) ids.record(key, `r${i}`, Promise.resolve(`$r${i}`));
-      lookups = 0;
+      txns.lookups = 0;
       assert.equal(await ids.find(key, 'brand-new'), undefined);
-      assert.equal(lookups, 1, 'a full filter means a lookup');
+      assert.equal(txns.lookups, 1, 'a full filter means a lookup');
       assert.equal(await (await ids.find(key, 'early')), early);
     });
   });

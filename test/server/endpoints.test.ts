@@ -1,10 +1,10 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { isJsonObject, type JsonObject } from '../../src/protocol/json.js';
 import { DEFAULT_ROOM_VERSION, roomVersions } from '../../src/protocol/room-versions.js';
 import { parseSigningKeyFile, verifyJsonSignature } from '../../src/protocol/signing.js';
-import { type TestServer, serverBackends, startTestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 
 const HOUR = 3600_000;
 
@@ -17,11 +17,7 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`server endpoints (${backend})`, { skip }, () => {
-    let hs: TestServer;
-    before(async () => {
-      hs = await startTestServer({ backend, config: { global: { key_validity_period: '2h' } } });
-    });
-    after(() => hs?.close());
+    const hs = useTestServer({ backend, config: { global: { key_validity_period: '2h' } } });
 
     test('versions answer without a version segment under both names, without a token', async () => {
       for (const root of ['_chat', '_matrix']) {
@@ -105,17 +101,13 @@ for (const { backend, skip } of await serverBackends()) {
   });
 
   describe(`server configured for discovery (${backend})`, { skip }, () => {
-    let hs: TestServer;
-    before(async () => {
-      hs = await startTestServer({
-        backend,
-        serverName: 'example.test',
-        config: {
-          global: { well_known_client_name: 'https://chat.example.test', well_known_server_name: 'fed.example.test:443' },
-        },
-      });
+    const hs = useTestServer({
+      backend,
+      serverName: 'example.test',
+      config: {
+        global: { well_known_client_name: 'https://chat.example.test', well_known_server_name: 'fed.example.test:443' },
+      },
     });
-    after(() => hs?.close());
 
     test('well-known documents name the configured client URL and federation host', async () => {
       for (const name of ['chat', 'matrix']) {

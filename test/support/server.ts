@@ -14,10 +14,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { stringify } from 'yaml';
 import { type HearthConfig, loadConfig } from '../../src/config/index.js';
 import { type HearthServer, createServer } from '../../src/context.js';
 import { type TestDatabase, createPostgresDatabase, createSqliteDatabase, storageBackends } from './databases.js';
+import { forwardTo } from './forward.js';
 
 export type Backend = 'sqlite' | 'postgres';
 
@@ -144,6 +146,22 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     await cleanUp().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * For a suite on one server: registers hooks that start it before the suite's tests and close it
+ * after them, and returns an object standing for it. Hooks the suite registers later run after
+ * these, so its own `before` can already use the server.
+ */
+export function useTestServer(options: StartTestServerOptions = {}): TestServer {
+  let hs: TestServer | undefined;
+  before(async () => {
+    hs = await startTestServer(options);
+  });
+  after(async () => {
+    await hs?.close();
+  });
+  return forwardTo(() => hs, 'the test server');
 }
 
 async function registerTestUser(

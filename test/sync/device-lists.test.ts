@@ -3,16 +3,15 @@
 // room) and under `left` (users no longer sharing any room), and that such changes wake a waiting
 // sync.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client } from './sync-client.js';
+import { serverBackends, useTestServer } from '../support/server.js';
+import { Client, clients } from './sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`device lists in sync on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
     const login = async (c: Client) => {
       const r = await c.ok('POST', '/login', { type: 'm.login.password', identifier: { type: 'm.id.user', user: c.userId }, password: 'secret' });
       return new Client(hs, { userId: c.userId, accessToken: r.access_token, deviceId: r.device_id });
@@ -22,13 +21,6 @@ for (const { backend, skip } of await serverBackends()) {
       const s = await c.sync({ since });
       return { changed: [...s.device_lists.changed].sort(), left: [...s.device_lists.left].sort(), next: s.next_batch as string };
     };
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
 
     test('device changes of users sharing a room, and of the user, are listed; others are not', async () => {
       const alice = await user('alice');

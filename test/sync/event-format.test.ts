@@ -1,28 +1,24 @@
 // A sync filter's event_format "federation": timeline and state events come as PDUs (auth and
 // prev events, hashes, signatures, depth) with event_id and unsigned; over HTTP on both backends.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, timelineOf } from './sync-client.js';
 
 const PDU_KEYS = ['auth_events', 'prev_events', 'hashes', 'signatures', 'depth', 'room_id', 'event_id', 'sender', 'type', 'content', 'origin_server_ts', 'unsigned'];
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync event_format on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let alice: Client;
     let roomId: string;
     let messageId: string;
 
     before(async () => {
-      hs = await startTestServer({ backend });
       alice = new Client(hs, await hs.registerUser('alice', 'secret'));
       roomId = await alice.createRoom({ name: 'formats' });
       messageId = await alice.text(roomId, 'hello');
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     test('"federation" serves events in their PDU form', async () => {

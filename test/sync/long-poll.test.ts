@@ -2,10 +2,10 @@
 // 100 ms of a send, answers empty after its timeout when nothing concerns the user, wakes for
 // every kind of news, and stops waiting when the client goes away or the server stops.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client, enc, timelineOf } from './sync-client.js';
+import { serverBackends, startTestServer, type TestServer, useTestServer } from '../support/server.js';
+import { Client, clients, enc, timelineOf } from './sync-client.js';
 
 /** Resolves once `count` syncs are waiting on the server's notifier. */
 async function waiting(hs: TestServer, count: number): Promise<void> {
@@ -18,16 +18,8 @@ async function waiting(hs: TestServer, count: number): Promise<void> {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync long-poll on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
 
     test('a waiting sync answers within 100 ms of a send', async () => {
       const alice = await user('alice');

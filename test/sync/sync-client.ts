@@ -81,6 +81,15 @@ export class Client {
   }
 }
 
+/**
+ * Registers a new account on `hs` for each call, numbered so that the tests of a suite sharing one
+ * server never collide (`user('alice')` makes alice1, then alice2, ...), password "secret".
+ */
+export function clients(hs: TestServer): (name: string) => Promise<Client> {
+  let n = 0;
+  return async (name) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
+}
+
 /** The timeline events of a joined room in a sync response (empty when the room is absent). */
 export function timelineOf(sync: any, roomId: string, section = 'join'): any[] {
   return sync.rooms?.[section]?.[roomId]?.timeline?.events ?? [];

@@ -3,11 +3,11 @@
 // ways must answer the same: a second sync service over the same server, never using the window,
 // is asked the same questions as the server's own along a scenario, on SQLite and PostgreSQL.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeviceListTracker } from '../../src/sync/device-lists.js';
 import { SyncService, type SyncRequest } from '../../src/sync/sync-service.js';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, enc } from './sync-client.js';
 
 /** The response without what differs between two calls a moment apart (event ages). */
@@ -24,10 +24,9 @@ function normalize(value: unknown): unknown {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync with and without the shared window on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let own: SyncService;
     before(async () => {
-      hs = await startTestServer({ backend });
       const s = hs.server.services;
       own = new SyncService({
         db: hs.server.core.db,
@@ -43,9 +42,6 @@ for (const { backend, skip } of await serverBackends()) {
         deviceLists: new DeviceListTracker({ db: hs.server.core.db, reader: s.rooms.reader, notifier: hs.server.core.notifier }),
         windowMaxEvents: 0,
       });
-    });
-    after(async () => {
-      await hs.close();
     });
 
     test('the same answers along a scenario of joins, messages, state, receipts, invites and leaves', async () => {

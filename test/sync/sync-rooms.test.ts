@@ -2,10 +2,10 @@
 // (join, invite, leave), initial and incremental, timelines and their limits, state, summaries,
 // history visibility and ignored users.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client, enc, timelineOf, typesOf } from './sync-client.js';
+import { serverBackends, useTestServer } from '../support/server.js';
+import { clients, enc, timelineOf, typesOf } from './sync-client.js';
 
 /** Every event is a StrippedStateEvent: exactly these four keys, nothing of the full event. */
 function assertStripped(events: any[]): void {
@@ -15,16 +15,8 @@ function assertStripped(events: any[]): void {
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync rooms on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
 
     test('initial sync shows a created room with its timeline, summary and counts', async () => {
       const alice = await user('alice');

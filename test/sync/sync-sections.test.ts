@@ -2,16 +2,15 @@
 // (typing, receipts), account data, to-device (exactly once), presence, lazy-loaded members and
 // unread notification counts.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
-import { Client, enc, timelineOf } from './sync-client.js';
+import { serverBackends, useTestServer } from '../support/server.js';
+import { clients, enc, timelineOf } from './sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync sections on ${backend}`, { skip }, () => {
-    let hs: TestServer;
-    let n = 0;
-    const user = async (name: string) => new Client(hs, await hs.registerUser(`${name}${++n}`, 'secret'));
+    const hs = useTestServer({ backend });
+    const user = clients(hs);
     /** Two users joined to a fresh public room. */
     const pair = async () => {
       const alice = await user('alice');
@@ -20,13 +19,6 @@ for (const { backend, skip } of await serverBackends()) {
       await bob.join(roomId);
       return { alice, bob, roomId };
     };
-
-    before(async () => {
-      hs = await startTestServer({ backend });
-    });
-    after(async () => {
-      await hs.close();
-    });
 
     test('typing and receipts appear in ephemeral', async () => {
       const { alice, bob, roomId } = await pair();

@@ -1,24 +1,20 @@
 // The user directory's "public rooms" are rooms anyone may join or read (join rule public, or
 // history world_readable), published in the room directory or not; over HTTP on both backends.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
+import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, enc } from '../sync/sync-client.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`user directory and public rooms on ${backend}`, { skip }, () => {
-    let hs: TestServer;
+    const hs = useTestServer({ backend });
     let stranger: Client;
     const found = async (term: string): Promise<string[]> =>
       (await stranger.ok('POST', '/user_directory/search', { search_term: term, limit: 50 })).results.map((r: any) => r.user_id);
 
     before(async () => {
-      hs = await startTestServer({ backend });
       stranger = new Client(hs, await hs.registerUser('stranger', 'secret'));
-    });
-    after(async () => {
-      await hs?.close();
     });
 
     test('a member of an unpublished public_chat room is found by a stranger', async () => {
