@@ -21,12 +21,11 @@
 // `--cpu-prof DIR` writes the server's CPU profile into DIR; `--node-flags` adds node options for
 // the server; `--server-log FILE` keeps its output.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
-import { launchServer, percentile, stopServer, type LaunchedServer } from './support/server-child.js';
+import { launchServer, percentile, procStatusKb, stopServer, writeBenchConfig, type LaunchedServer } from './support/server-child.js';
 import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
 
 const { values, positionals } = parseArgs({
@@ -48,30 +47,13 @@ const CPU_PROF = values['cpu-prof'] === undefined ? undefined : resolve(values['
 const ENTRY = values.entry === undefined ? undefined : resolve(values.entry);
 const NODE_FLAGS = values['node-flags'].split(' ').filter((f) => f !== '');
 const SERVER_LOG = values['server-log'] === undefined ? undefined : resolve(values['server-log']);
-const SERVER_NAME = 'bench.test';
 const LANES = 10;
 
 
 // ---- the server child ----
 
 async function startServer(dataDir: string): Promise<LaunchedServer> {
-  const configPath = join(dataDir, 'hearth.yaml');
-  writeFileSync(
-    configPath,
-    stringify({
-      version: 2,
-      global: {
-        server_name: SERVER_NAME,
-        data_dir: dataDir,
-        database: { connection_string: `file:${join(dataDir, 'hearth.db')}` },
-      },
-      listen: { http: '127.0.0.1:0' },
-      client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
-      // Accounts are only set up here, not measured.
-      user_api: { bcrypt_cost: 4 },
-      logging: [{ type: 'std', level: 'info' }],
-    }),
-  );
+  const configPath = writeBenchConfig(dataDir, `file:${join(dataDir, 'hearth.db')}`);
   return launchServer({
     configPath,
     ...(ENTRY !== undefined ? { entry: ENTRY } : {}),
@@ -79,12 +61,6 @@ async function startServer(dataDir: string): Promise<LaunchedServer> {
     ...(CPU_PROF !== undefined ? { cpuProfDir: CPU_PROF } : {}),
     ...(SERVER_LOG !== undefined ? { serverLog: SERVER_LOG } : {}),
   });
-}
-
-/** A /proc/<pid>/status field, in kB. */
-function procStatusKb(pid: number, field: string): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) : NaN;
 }
 
 /** CPU time (user + system) the process has used, in microseconds. */

@@ -14,14 +14,13 @@
 //     [--set-presence online|offline|unavailable] [--cpu-prof DIR] [--entry FILE] [--node-flags="..."]
 //     [--server-log FILE]
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { stringify } from 'yaml';
-import { launchServer, percentile, stopServer, type LaunchedServer } from './support/server-child.js';
+import { type Call, httpClient, type Reply } from './support/http-clients.js';
+import { launchServer, percentile, procStatusKb, stopServer, writeBenchConfig, type LaunchedServer } from './support/server-child.js';
 
 const { values } = parseArgs({
   options: {
@@ -63,18 +62,7 @@ async function postgresDatabase(adminUrl: string): Promise<{ url: string; drop: 
 }
 
 async function startServer(dataDir: string, connection: string): Promise<LaunchedServer> {
-  const configPath = join(dataDir, 'hearth.yaml');
-  writeFileSync(
-    configPath,
-    stringify({
-      version: 2,
-      global: { server_name: 'bench.test', data_dir: dataDir, database: { connection_string: connection } },
-      listen: { http: '127.0.0.1:0' },
-      client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
-      user_api: { bcrypt_cost: 4 },
-      logging: [{ type: 'std', level: 'info' }],
-    }),
-  );
+  const configPath = writeBenchConfig(dataDir, connection);
   return launchServer({
     configPath,
     ...(values.entry !== undefined ? { entry: resolve(values.entry) } : {}),
@@ -85,35 +73,17 @@ async function startServer(dataDir: string, connection: string): Promise<Launche
 }
 
 function peakRssMb(pid: number): number {
-  const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : NaN;
+  return procStatusKb(pid, 'VmHWM') / 1024;
 }
 
 // ---- the client ----
 
 type Body = Record<string, any>;
-let base: URL;
-const agent = new Agent({ keepAlive: true, maxSockets: 1000 });
+let client: Call;
 
-function call(method: string, path: string, token: string | undefined, body?: unknown): Promise<{ status: number; body: Body }> {
-  return new Promise((done, fail) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string | number> = {};
-    if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-    if (payload !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = Buffer.byteLength(payload);
-    }
-    const req = request({ host: base.hostname, port: base.port, method, path: `/_matrix/client/v3${path}`, agent, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body }));
-      res.on('error', fail);
-    });
-    req.on('error', fail);
-    req.end(payload);
-  });
-}
+/** A client-API call (`path` after /_matrix/client/v3). */
+const call = (method: string, path: string, token: string | undefined, body?: unknown): Promise<Reply> =>
+  client(method, `/_matrix/client/v3${path}`, token, body);
 
 async function ok(method: string, path: string, token: string | undefined, body?: unknown): Promise<Body> {
   const r = await call(method, path, token, body);
@@ -263,7 +233,7 @@ async function manyRooms(): Promise<void> {
 const dataDir = mkdtempSync(join(tmpdir(), 'hearth-sync-bench-'));
 const database = values.postgres === undefined ? undefined : await postgresDatabase(values.postgres);
 const server = await startServer(dataDir, database?.url ?? `file:${join(dataDir, 'hearth.db')}`);
-base = new URL(server.baseUrl);
+client = httpClient(server.baseUrl, 1000);
 try {
   console.log(`sync bench against ${server.baseUrl} (${server.how}, ${values.postgres === undefined ? 'SQLite' : 'PostgreSQL'})`);
   const peakAfterStart = peakRssMb(server.child.pid!);
@@ -275,7 +245,6 @@ try {
     `server peak RSS ${peak.toFixed(0)} MB (after start ${peakAfterStart.toFixed(0)}, after the delivery run ${peakAfterDelivery.toFixed(0)})`,
   );
 } finally {
-  agent.destroy();
   await stopServer(server.child);
   await database?.drop();
   rmSync(dataDir, { recursive: true, force: true });

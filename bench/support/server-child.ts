@@ -1,8 +1,9 @@
 // Helpers shared by the benchmarks that run the server as a child process.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { stringify } from 'yaml';
 
 export const root = new URL('../..', import.meta.url).pathname;
 
@@ -49,6 +50,33 @@ export function startScriptNodeFlags(): string[] {
   const flags: string[] = [];
   for (let i = words.indexOf('node') + 1; i > 0 && i < words.length && words[i]!.startsWith('-'); i++) flags.push(words[i]!);
   return flags;
+}
+
+/**
+ * Writes the benchmarks' configuration into `dataDir` and returns its path: server name
+ * bench.test, registration open, no rate limiting, cheap password hashing (accounts are only set
+ * up, not measured), logs at info (requests are not logged).
+ */
+export function writeBenchConfig(dataDir: string, connectionString: string): string {
+  const configPath = join(dataDir, 'hearth.yaml');
+  writeFileSync(
+    configPath,
+    stringify({
+      version: 2,
+      global: { server_name: 'bench.test', data_dir: dataDir, database: { connection_string: connectionString } },
+      listen: { http: '127.0.0.1:0' },
+      client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
+      user_api: { bcrypt_cost: 4 },
+      logging: [{ type: 'std', level: 'info' }],
+    }),
+  );
+  return configPath;
+}
+
+/** A /proc/<pid>/status field, in kB (VmHWM: peak RSS; VmRSS: RSS now). */
+export function procStatusKb(pid: number, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) : NaN;
 }
 
 export interface LaunchOptions {

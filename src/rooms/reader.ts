@@ -148,6 +148,18 @@ export class RoomReader {
     return this.recent.range(after, upTo, limit);
   }
 
+  /**
+   * The rooms with events (those `which` picks, default all) in (after, upTo], when that range is
+   * in memory and holds at most `limit` events; else undefined.
+   */
+  recentRooms(after: number, upTo: number, limit: number, which?: (e: StreamEvent) => boolean): Set<number> | undefined {
+    const events = this.recent.range(after, upTo, limit + 1);
+    if (events === undefined || events.length > limit) return undefined;
+    const rooms = new Set<number>();
+    for (const e of events) if (which === undefined || which(e)) rooms.add(e.roomNid);
+    return rooms;
+  }
+
   async event(eventId: string): Promise<StoredEvent | undefined> {
     return (await this.events([eventId])).get(eventId);
   }

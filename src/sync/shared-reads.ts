@@ -103,8 +103,10 @@ export class SharedReads {
       const kept = this.facts.get(roomId);
       if (kept?.at === at) continue;
       if (kept !== undefined && kept.at < at) {
-        let changed = changedSince.get(kept.at);
-        if (!changedSince.has(kept.at)) changedSince.set(kept.at, (changed = this.stateChangedRooms(kept.at, at)));
+        if (!changedSince.has(kept.at)) {
+          changedSince.set(kept.at, this.reader.recentRooms(kept.at, at, this.windowMax, changesState));
+        }
+        const changed = changedSince.get(kept.at);
         if (changed !== undefined && !changed.has(roomNid)) {
           kept.at = at;
           continue;
@@ -131,13 +133,9 @@ export class SharedReads {
     }
     return out;
   }
+}
 
-  /** Rooms with a state event or a redaction in (after, upTo], when that range is in memory. */
-  private stateChangedRooms(after: number, upTo: number): Set<number> | undefined {
-    const events = this.reader.recentStream(after, upTo, this.windowMax + 1);
-    if (events === undefined || events.length > this.windowMax) return undefined;
-    const rooms = new Set<number>();
-    for (const e of events) if (e.stateKey !== undefined || e.type === 'm.room.redaction') rooms.add(e.roomNid);
-    return rooms;
-  }
+/** Whether an event may change a room's facts: a state event, or a redaction (of one). */
+function changesState(e: StreamEvent): boolean {
+  return e.stateKey !== undefined || e.type === 'm.room.redaction';
 }

@@ -109,9 +109,9 @@ export class SyncService {
       let from = since;
       // A long-poll with nothing new for it since its token (the usual case: the client is back
       // from the previous answer) waits before building anything.
-      const rooms = from === undefined || fullState || this.stopped ? undefined : this.joinedRoomsAt(req.userId, from.events);
-      if (rooms !== undefined && timeoutMs > 0) {
-        await this.wait(req.userId, { positions: from!, joinedRoomIds: rooms }, timeoutMs, req.onClientGone);
+      if (from !== undefined && !fullState && !this.stopped && timeoutMs > 0) {
+        const rooms = this.joinedRoomsAt(req.userId, from.events);
+        if (rooms !== undefined) await this.wait(req.userId, { positions: from, joinedRoomIds: rooms }, timeoutMs, req.onClientGone);
       }
       for (;;) {
         const built = await buildSync(this.sources, this.pass(req, filter, from, fullState));

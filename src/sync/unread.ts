@@ -43,7 +43,7 @@ export const MAX_EVALUATED = 100;
  */
 export const READ_BUDGET = 2000;
 const CACHE_ENTRIES = 20_000;
-/** Stream events looked through at most to learn that a room had none. */
+/** Stream events looked through at most, per range, to learn that a room had none there. */
 const QUIET_SCAN = 1000;
 const READ_RECEIPTS = ['m.read', 'm.read.private'];
 
@@ -104,6 +104,14 @@ export class UnreadCounter {
     const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPTS);
     const unread = new Set(toRead);
     const rules = await this.pushRules.rulesOf(userId);
+    // Per range of the stream before a timeline, the rooms with events there (read once a range).
+    const busy = new Map<string, Set<number> | undefined>();
+    const quiet = (roomNid: number, after: number, upTo: number): boolean => {
+      const range = `${after}:${upTo}`;
+      if (!busy.has(range)) busy.set(range, this.reader.recentRooms(after, upTo, QUIET_SCAN));
+      const rooms = busy.get(range);
+      return rooms !== undefined && !rooms.has(roomNid);
+    };
     let budget = READ_BUDGET;
     for (const room of rooms) {
       const known = this.counted.get(key(room.roomId));
@@ -115,7 +123,7 @@ export class UnreadCounter {
       let highlights = resume?.highlights ?? 0;
       let complete = true;
       if (from < room.upTo) {
-        const at = this.eventsAtHand(room, from);
+        const at = eventsAtHand(room, from, quiet);
         let events: StoredEvent[];
         if (at !== undefined) events = at;
         else if (budget > 0) {
@@ -140,23 +148,6 @@ export class UnreadCounter {
       out.set(room.roomId, { notification_count: notifications, highlight_count: highlights });
     }
     return out;
-  }
-
-  /**
-   * The events of (from, upTo] (the newest MAX_EVALUATED), when the timeline read them all, or read
-   * all there were since the stretch of the stream before it, in memory, shows none in the room.
-   */
-  private eventsAtHand(room: UnreadRoom, from: number): StoredEvent[] | undefined {
-    const t = room.timeline;
-    if (t === undefined) return undefined;
-    if (t.coveredAfter > from && !this.quiet(room.roomNid, from, t.coveredAfter)) return undefined;
-    return t.scanned.filter((e) => e.streamOrdering > from && e.streamOrdering <= room.upTo).slice(0, MAX_EVALUATED);
-  }
-
-  /** Whether the events stream in memory shows no event of the room in (after, upTo]. */
-  private quiet(roomNid: number, after: number, upTo: number): boolean {
-    const events = this.reader.recentStream(after, upTo, QUIET_SCAN);
-    return events !== undefined && events.length < QUIET_SCAN && !events.some((e) => e.roomNid === roomNid);
   }
 
   /** The push context per sender; power levels are read only when an event asks for them (@room). */
@@ -194,4 +185,19 @@ export class UnreadCounter {
     this.counted.set(key, value);
     if (this.counted.size > CACHE_ENTRIES) this.counted.delete(this.counted.keys().next().value as string);
   }
+}
+
+/**
+ * The events of (from, upTo] (the newest MAX_EVALUATED), when the timeline read them all, or read
+ * all there were since a stretch of the stream before it that held none of the room's.
+ */
+function eventsAtHand(
+  room: UnreadRoom,
+  from: number,
+  quiet: (roomNid: number, after: number, upTo: number) => boolean,
+): StoredEvent[] | undefined {
+  const t = room.timeline;
+  if (t === undefined) return undefined;
+  if (t.coveredAfter > from && !quiet(room.roomNid, from, t.coveredAfter)) return undefined;
+  return t.scanned.filter((e) => e.streamOrdering > from && e.streamOrdering <= room.upTo).slice(0, MAX_EVALUATED);
 }
