@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { sql } from 'kysely';
 import { dialectOf, openDatabase, sqlitePath, type Database } from '../../src/storage/database.js';
-import { migrateToLatest, migrations } from '../../src/storage/migrations/index.js';
+import { migrateTo, migrateToLatest, migrations } from '../../src/storage/migrations/index.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { storageBackends, type TestDatabase } from '../support/databases.js';
 
@@ -28,6 +28,20 @@ for (const backend of await storageBackends()) {
     after(async () => {
       await database.close();
       await target.drop();
+    });
+
+    test('migrateTo stops at the named migration; the rest apply later', async () => {
+      const scratch = await backend.create();
+      const other = openDatabase<Schema>({ connectionString: scratch.connectionString, maxOpenConns: 2 });
+      try {
+        const names = migrations.map((m) => m.name);
+        assert.deepEqual(await migrateTo(other.db as never, other.dialect, names[1]), names.slice(0, 2));
+        assert.deepEqual(await migrateToLatest(other.db as never, other.dialect), names.slice(2));
+        await assert.rejects(migrateTo(other.db as never, other.dialect, '999-none'), /no migration named/);
+      } finally {
+        await other.close();
+        await scratch.drop();
+      }
     });
 
     test('migrations apply once, in order, and again as a no-op', async () => {

@@ -19,7 +19,16 @@ export const migrations: readonly HearthMigration[] = [accounts, streams, rooms,
 const MIGRATION_TABLE = 'hearth_migrations';
 
 /** Applies every migration not yet applied; throws with the failing migration's name. */
-export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectName): Promise<string[]> {
+export function migrateToLatest(db: Kysely<unknown>, dialect: DialectName): Promise<string[]> {
+  return migrateTo(db, dialect, undefined);
+}
+
+/**
+ * Applies the migrations not yet applied up to and including `target` (every one when undefined).
+ * Upgrade tests use it to write a database with an earlier schema.
+ */
+export async function migrateTo(db: Kysely<unknown>, dialect: DialectName, target: string | undefined): Promise<string[]> {
+  if (target !== undefined && !migrations.some((m) => m.name === target)) throw new Error(`no migration named ${target}`);
   const provider: MigrationProvider = {
     async getMigrations() {
       const out: Record<string, Migration> = {};
@@ -36,7 +45,7 @@ export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectName)
     // collation data: some 3 MB of resident memory for as long as the server runs.)
     nameComparator: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`database migration ${failed} failed: ${String(error)}`, { cause: error });
