@@ -3,7 +3,7 @@
 // rules (power levels included) decide what is allowed.
 
 import { HearthError } from '../../protocol/errors.js';
-import { parseRoomAlias, serverNameOf } from '../../protocol/ids.js';
+import { parseRoomAlias, parseUserId, serverNameOf } from '../../protocol/ids.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { clientPowerLevelsProblem } from '../../protocol/power-levels.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
@@ -42,6 +42,8 @@ export async function sendStateEvent(
   stateKey: string,
   content: JsonObject,
 ): Promise<string> {
+  // A member event's state key names a user: refused as /invite refuses a bad user id.
+  if (type === 'm.room.member') parseUserId(stateKey);
   checkStateContent(type, content);
   if (type === 'm.room.canonical_alias' && stateKey === '') await checkCanonicalAlias(core, roomId, content);
   return core.send(roomId, (head) => {
