@@ -10,6 +10,7 @@ import type { RoomVersion } from '../../protocol/room-versions.js';
 import { aliasRow } from '../../storage/rooms/aliases.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
+import { removeGuests } from './guests.js';
 import { redactEvent } from './redact.js';
 
 export async function sendMessageEvent(
@@ -46,11 +47,13 @@ export async function sendStateEvent(
   if (type === 'm.room.member') parseUserId(stateKey);
   checkStateContent(type, content);
   if (type === 'm.room.canonical_alias' && stateKey === '') await checkCanonicalAlias(core, roomId, content);
-  return core.send(roomId, (head) => {
+  const eventId = await core.send(roomId, (head) => {
     // Needs the room's version, so checked on its head (before the auth rules run).
     checkVersionedStateContent(type, stateKey, content, head.version);
     return { type, sender: actor.userId, stateKey, content };
   });
+  if (type === 'm.room.guest_access' && stateKey === '' && content.guest_access !== 'can_join') await removeGuests(core, roomId);
+  return eventId;
 }
 
 /** Fields of well-known state events that clients read as strings must be strings. */
