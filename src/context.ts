@@ -27,6 +27,7 @@ import { SyncService } from './sync/sync-service.js';
 import { roomRoutes } from './client/rooms/index.js';
 import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
+import { ErasedUsers } from './rooms/erased-users.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
 import { AccountService, type AccountServiceDeps } from './users/accounts.js';
@@ -156,6 +157,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
   });
   const accountData = new AccountDataService({ db, notifier });
+  const erasedUsers = await ErasedUsers.load(db);
   rooms = new RoomService({
     db,
     dialect: core.database.dialect,
@@ -164,6 +166,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
+    erasedUsers,
     eventCache: { maxBytes: core.config.global.cache.max_size_estimated, maxAgeMs: core.config.global.cache.max_age },
   });
   const roomService = rooms;
@@ -195,8 +198,9 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   const accounts = accountService(core, {
     onDeviceChanged: (userId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId)),
     onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
-    // A deactivated account leaves every room it is in.
-    onDeactivate: async (userId) => {
+    // A deactivated account leaves every room it is in; an erased one's events are served redacted from now on.
+    onDeactivate: async (userId, { erase }) => {
+      if (erase) erasedUsers.add(userId);
       const actor = { userId, deviceId: null };
       for (const roomId of await roomService.joinedRooms(userId)) {
         await roomService.leave(actor, roomId).catch((err: unknown) =>

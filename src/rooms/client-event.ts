@@ -1,9 +1,9 @@
 // Events as the client API serves them ("ClientEvent"): event_id, type, content, sender,
 // origin_server_ts, room_id, state_key, unsigned. A redacted event is served in the redacted form
-// of its room version with unsigned.redacted_because; a state event carries prev_content and
-// replaces_state; the sending device sees its transaction_id. A filter's event_format
-// "federation" asks for the PDU instead (hashes, signatures, auth and prev events, depth), with
-// event_id and the same unsigned.
+// of its room version with unsigned.redacted_because (an erased sender's, pruned, without it); a
+// state event carries prev_content and replaces_state; the sending device sees its
+// transaction_id. A filter's event_format "federation" asks for the PDU instead (hashes,
+// signatures, auth and prev events, depth), with event_id and the same unsigned.
 
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
@@ -32,13 +32,15 @@ export interface ClientEventOptions {
   readonly omitRoomId?: boolean;
   /** "federation": the event as stored (redacted if it is), plus event_id and unsigned. */
   readonly format?: 'client' | 'federation';
+  /** Serve the redacted form though no redaction applies (the sender's data was erased). */
+  readonly pruned?: boolean;
 }
 
 /** Unsigned keys a redacted event keeps. */
 const REDACTED_UNSIGNED_KEYS = ['replaces_state'];
 
 export function toClientEvent(e: StoredEvent, options: ClientEventOptions): ClientEvent {
-  const redacted = e.redactedBy !== undefined;
+  const redacted = e.redactedBy !== undefined || options.pruned === true;
   const pdu = redacted ? redactEvent(e.pdu, e.version) : e.pdu;
   const content = pdu.content;
   const unsigned: JsonObject = {};
@@ -52,7 +54,7 @@ export function toClientEvent(e: StoredEvent, options: ClientEventOptions): Clie
   if (e.txn !== undefined && viewer !== undefined && viewer.userId === e.sender && viewer.deviceId === e.txn.deviceId) {
     unsigned.transaction_id = e.txn.txnId;
   }
-  if (redacted && options.redactedBecause !== undefined) {
+  if (e.redactedBy !== undefined && options.redactedBecause !== undefined) {
     unsigned.redacted_because = options.redactedBecause as unknown as JsonObject;
   }
   if (options.format === 'federation') return { ...pdu, event_id: e.eventId, unsigned } as ClientEvent;

@@ -19,6 +19,7 @@ import type { Notifier } from '../sync/notifier.js';
 import { buildEvent, type BuildContext, type BuiltEvent, type EventDraft } from './builder.js';
 import { loadRoomHead } from './head-loader.js';
 import type { RoomHead } from './head.js';
+import type { ErasedSenders } from './erased-users.js';
 import type { EventCacheLimits } from './event-cache.js';
 import { RoomReader } from './reader.js';
 import { storedEventOf } from './stored-event.js';
@@ -51,6 +52,8 @@ export interface RoomServiceDeps {
   readonly eventCache?: Partial<EventCacheLimits>;
   /** Room heads (current state in memory) kept; idle ones past this are dropped (default 10,000). */
   readonly maxRoomHeads?: number;
+  /** Users whose data was erased: their events are served redacted to most (default: none). */
+  readonly erasedUsers?: ErasedSenders;
 }
 
 /** A draft, or the id of an event already stored that the request amounts to. */
@@ -79,7 +82,7 @@ export class RoomCore {
     this.notifier = deps.notifier;
     this.profiles = deps.profiles;
     this.now = deps.now ?? Date.now;
-    this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache);
+    this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache, deps.erasedUsers);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;
     this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
     const queries = new HotRoomQueries(deps.db);

@@ -26,11 +26,13 @@ import {
 import { roomsOfUser, type MembershipRow } from '../storage/rooms/memberships.js';
 import { roomById, roomByNid, type RoomRow } from '../storage/rooms/rooms.js';
 import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
-import type { StreamEvent } from '../storage/sync/events.js';
+import { stateEntryHistories, type StreamEvent } from '../storage/sync/events.js';
 import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
+import { noneErased, type ErasedSenders } from './erased-users.js';
 import { EventCache, type EventCacheLimits } from './event-cache.js';
 import { RecentEvents } from './recent-events.js';
 import { storedEventFromRow, type StoredEvent } from './stored-event.js';
+import { joinedAt, type StateChange } from './visibility.js';
 
 export type { StreamRange } from '../storage/rooms/events.js';
 
@@ -61,11 +63,15 @@ export class RoomReader {
   private readonly fresh = new Map<number, StoredEvent>();
   private readonly recent: RecentEvents;
 
-  /** `eventsPosition`: the events stream's committed position as the reader starts. */
+  /**
+   * `eventsPosition`: the events stream's committed position as the reader starts; `erased`: the
+   * users whose events are served redacted to those who were not in the room when they were sent.
+   */
   constructor(
     readonly db: Kysely<Schema>,
     eventsPosition: number,
     cacheLimits: Partial<EventCacheLimits> = {},
+    private readonly erased: ErasedSenders = noneErased,
   ) {
     this.recent = new RecentEvents(eventsPosition);
     this.cached = new EventCache({ ...DEFAULT_EVENT_CACHE, ...cacheLimits });
@@ -289,15 +295,51 @@ export class RoomReader {
    * Events in client format, each redacted one with its redaction in unsigned.redacted_because
    * (fetched in one batch).
    */
-  async clientEvents(events: readonly StoredEvent[], options: Omit<ClientEventOptions, 'redactedBecause'>): Promise<ClientEvent[]> {
+  async clientEvents(events: readonly StoredEvent[], options: Omit<ClientEventOptions, 'redactedBecause' | 'pruned'>): Promise<ClientEvent[]> {
     const redactionIds = [...new Set(events.flatMap((e) => (e.redactedBy === undefined ? [] : [e.redactedBy])))];
     const redactions = redactionIds.length === 0 ? new Map<string, StoredEvent>() : await this.events(redactionIds);
+    const pruned = this.erased.size === 0 ? undefined : await this.erasedFor(events, options.viewer?.userId);
     return events.map((e) => {
       const redaction = e.redactedBy === undefined ? undefined : redactions.get(e.redactedBy);
       return toClientEvent(e, {
         ...options,
         ...(redaction !== undefined ? { redactedBecause: toClientEvent(redaction, options) } : {}),
+        ...(pruned?.has(e.nid) === true ? { pruned: true } : {}),
       });
     });
+  }
+
+  /**
+   * Of `events`, those `viewer` gets redacted because their user's data was erased (by nid): the
+   * member events about an erased user, for everyone (the reference server prunes them in place);
+   * an erased user's messages, for whoever was not joined when they were sent. Their other state
+   * events (a room's name, say) are part of the room and stay. Reads the viewer's membership
+   * history only for the rooms of erased users' messages, in one statement.
+   */
+  private async erasedFor(events: readonly StoredEvent[], viewer: string | undefined): Promise<Set<number>> {
+    const out = new Set<number>();
+    const unsure: StoredEvent[] = [];
+    for (const e of events) {
+      if (e.type === 'm.room.member') {
+        if (e.stateKey !== undefined && this.erased.has(e.stateKey)) out.add(e.nid);
+      } else if (e.stateKey === undefined && this.erased.has(e.sender) && e.sender !== viewer) {
+        if (viewer === undefined) out.add(e.nid);
+        else unsure.push(e);
+      }
+    }
+    if (unsure.length === 0 || viewer === undefined) return out;
+    const histories = await stateEntryHistories(this.db, [...new Set(unsure.map((e) => e.roomNid))], 'm.room.member', viewer);
+    const memberships = new Map<number, StateChange[]>();
+    for (const [roomNid, rows] of histories) {
+      memberships.set(
+        roomNid,
+        rows.map((r) => {
+          const m = (JSON.parse(r.json) as { content?: { membership?: unknown } }).content?.membership;
+          return { position: r.position, value: typeof m === 'string' ? m : 'leave' };
+        }),
+      );
+    }
+    for (const e of unsure) if (!joinedAt(memberships.get(e.roomNid) ?? [], e.streamOrdering)) out.add(e.nid);
+    return out;
   }
 }

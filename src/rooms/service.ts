@@ -20,7 +20,7 @@ import {
 } from './perform/directory.js';
 import { forgetRoom } from './perform/forget.js';
 import { inviteUser } from './perform/invite.js';
-import { joinRoom } from './perform/join.js';
+import { joinRoom, type JoinOptions } from './perform/join.js';
 import { kickUser } from './perform/kick.js';
 import { knockRoom } from './perform/knock.js';
 import { leaveRoom } from './perform/leave.js';
@@ -61,7 +61,7 @@ export class RoomService {
     return createRoom(this.core, actor, request, this.defaultRoomVersion);
   }
 
-  join(actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
+  join(actor: Actor, roomIdOrAlias: string, options: JoinOptions = {}): Promise<{ roomId: string }> {
     return joinRoom(this.core, actor, roomIdOrAlias, options);
   }
 

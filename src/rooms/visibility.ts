@@ -74,3 +74,12 @@ export function canSeeEvent(history: VisibilityHistory, event: VisibilityEvent, 
   }
   return allowed(visBefore, memBefore, p, history);
 }
+
+/**
+ * Whether the user was joined when the (non-state) event at `position` was sent: the membership in
+ * force just before it. An erased sender's events keep their content only for such users (the
+ * reference server's rule: everyone else gets the redacted form).
+ */
+export function joinedAt(membership: readonly StateChange[], position: number): boolean {
+  return valueAt(membership, position, false) === 'join';
+}

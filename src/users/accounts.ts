@@ -10,6 +10,8 @@ import type { Schema } from '../storage/schema.js';
 import { deleteAccessToken, deleteUserTokensExcept } from '../storage/accounts/access-tokens.js';
 import { deleteAllDevices, deleteDevices } from '../storage/accounts/devices.js';
 import { deleteUserUiaSessions } from '../storage/accounts/uia-sessions.js';
+import { markUserErased } from '../storage/accounts/erased-users.js';
+import { updateProfile } from '../storage/user-data/profiles.js';
 import { countUsers, findUser, markDeactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
 import { AccessTokenAuthenticator } from './authenticator.js';
 import { Devices, type DeviceChangedHook, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
@@ -39,7 +41,7 @@ export interface AccountServiceDeps {
   /** The client API's public base URL; when set, login replies carry it as `well_known`. */
   readonly clientBaseUrl?: string;
   readonly onRegister?: RegisterHook;
-  /** Called after an account is deactivated (its tokens and devices are gone by then). */
+  /** Called after an account is deactivated (its tokens and devices are gone by then, and an erased user's mark is stored). */
   readonly onDeactivate?: DeactivateHook;
   readonly onDevicesDeleted?: DevicesDeletedHook;
   readonly onDeviceChanged?: DeviceChangedHook;
@@ -238,12 +240,20 @@ export class AccountService {
     if (logoutDevices) await this.devices.afterDelete(userId, deleted);
   }
 
-  /** Deactivates the account: tokens, devices and password gone; the user ID stays taken. */
+  /**
+   * Deactivates the account: tokens, devices and password gone; the user ID stays taken. With
+   * `erase`, the user is also marked erased (the room server then serves their messages redacted
+   * to those who were not in the room when they were sent) and their profile is emptied.
+   */
   async deactivateUser(userId: string, options: { erase?: boolean } = {}): Promise<void> {
     const deleted = await this.db.transaction().execute(async (trx) => {
       if (!(await findUser(trx, userId))) throw HearthError.notFound('Unknown user');
       await markDeactivated(trx, userId);
       await deleteUserUiaSessions(trx, userId);
+      if (options.erase === true) {
+        await markUserErased(trx, userId, this.now());
+        await updateProfile(trx, userId, { displayname: null, avatarUrl: null });
+      }
       return deleteAllDevices(trx, userId);
     });
     await this.devices.afterDelete(userId, deleted);

@@ -179,7 +179,7 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(ids(await h.rooms.members(alice, roomId, { notMembership: 'join' })), [carol.userId, dave.userId].sort());
       assert.deepEqual(ids(await h.rooms.members(alice, roomId, { at: before })), [alice.userId, bob.userId, carol.userId].sort());
       assert.deepEqual(await h.rooms.joinedMembers(alice, roomId), {
-        [alice.userId]: {},
+        [alice.userId]: { display_name: null, avatar_url: null },
         [bob.userId]: { display_name: 'Bob B', avatar_url: 'mxc://hs.test/b' },
       });
       await rejectsWith(h.rooms.joinedMembers(carol, roomId), 403, 'M_FORBIDDEN');

@@ -103,12 +103,12 @@ for (const backend of await storageBackends()) {
       await rejectsWith(h.rooms.sendMessage(alice, roomId, 'm.room.redaction', { reason: 'no target' }), 400, 'M_BAD_JSON');
     });
 
-    test('unknown events, events of other rooms: 404', async () => {
+    test('unknown events and rooms: 404; an event of another room: 400 M_UNKNOWN', async () => {
       const a = await h.rooms.createRoom(alice, {});
       const b = await h.rooms.createRoom(alice, {});
       const inB = await h.rooms.sendMessage(alice, b.roomId, 'm.room.message', { body: 'b' });
       await rejectsWith(h.rooms.redact(alice, a.roomId, '$doesnotexist'), 404, 'M_NOT_FOUND');
-      await rejectsWith(h.rooms.redact(alice, a.roomId, inB), 404, 'M_NOT_FOUND');
+      await rejectsWith(h.rooms.redact(alice, a.roomId, inB), 400, 'M_UNKNOWN');
       await rejectsWith(h.rooms.redact(alice, `!nope:${SERVER}`, inB), 404, 'M_NOT_FOUND');
     });
   });

@@ -6,7 +6,7 @@ import { HearthError } from '../../protocol/errors.js';
 import type { PublicRoomsRequest } from '../../rooms/perform/directory.js';
 import type { RoomService } from '../../rooms/service.js';
 import type { JsonObject } from '../../protocol/json.js';
-import { body, optionalObject, optionalString, param, query, queryInt, requester, requiredString } from './fields.js';
+import { body, optionalBoolean, optionalObject, optionalString, param, query, queryInt, requester, requiredString } from './fields.js';
 
 const VERSIONS = ['r0', 'v3'];
 
@@ -107,19 +107,36 @@ export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
         const roomTypes = filter === undefined ? undefined : optionalRoomTypes(filter);
         const since = optionalString(b, 'since');
         const limit = b.limit;
-        if (limit !== undefined && limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0)) {
-          throw HearthError.badJson('limit must be a non-negative integer');
+        if (limit !== undefined && limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit))) {
+          throw HearthError.badJson('limit must be an integer');
         }
+        if (typeof limit === 'number' && limit < 0) throw HearthError.invalidParam('limit must not be negative');
+        const network = networkOf(optionalBoolean(b, 'include_all_networks') ?? false, optionalString(b, 'third_party_instance_id'));
         const server = query(req, 'server');
         const request: PublicRoomsRequest = {
-          limit: typeof limit === 'number' ? Math.min(limit, 500) : 100,
+          // 100 unless asked; 0 asks for no limit (the most a page holds), as the reference server reads it.
+          ...(typeof limit === 'number' ? (limit > 0 ? { limit: Math.min(limit, 500) } : {}) : { limit: 100 }),
           ...(since !== undefined ? { since } : {}),
           ...(search !== undefined ? { searchTerm: search } : {}),
           ...(roomTypes !== undefined ? { roomTypes } : {}),
           ...(server !== undefined && server !== '' ? { server } : {}),
         };
-        return { body: await rooms.publicRooms(request) };
+        const listed = await rooms.publicRooms(request);
+        // Rooms are published in this server's own directory only, never in a bridged network's.
+        return { body: network === 'bridged' ? { chunk: [], total_room_count_estimate: 0 } : listed };
       },
     },
   ];
+}
+
+/**
+ * Which directory a POST /publicRooms asks for: this server's own rooms (`include_all_networks`
+ * adds every bridged network's, of which there are none), or one bridged network named as
+ * `<appservice id>|<network id>`. Both at once is a contradiction.
+ */
+function networkOf(includeAll: boolean, instanceId: string | undefined): 'local' | 'bridged' {
+  if (instanceId === undefined) return 'local';
+  if (includeAll) throw HearthError.invalidParam("Can't use include_all_networks with an explicit network");
+  if (!/^[^|]+\|[^|]+$/.test(instanceId)) throw HearthError.invalidParam(`Invalid third_party_instance_id ${JSON.stringify(instanceId.slice(0, 100))}`);
+  return 'bridged';
 }

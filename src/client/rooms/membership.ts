@@ -1,11 +1,27 @@
 // Membership: join (by id or alias, and by room id), invite, leave, kick, ban, unban, knock,
 // forget, and the rooms a user is joined to.
 
-import type { RouteDef } from '../../http/route.js';
+import type { HttpRequest, RouteDef } from '../../http/route.js';
+import type { JsonObject } from '../../protocol/json.js';
+import type { JoinOptions } from '../../rooms/perform/join.js';
 import type { RoomService } from '../../rooms/service.js';
-import { body, optionalBoolean, optionalString, param, requester, requiredString } from './fields.js';
+import { body, optionalBoolean, optionalObject, optionalString, param, requester, requiredString } from './fields.js';
 
 const VERSIONS = ['r0', 'v3'];
+
+/**
+ * A join's body: `reason` (a string), `third_party_signed` (an object; no third-party invites
+ * exist here to redeem, so it is only checked), and any other key, which goes into the member
+ * event's content as the reference server puts it there.
+ */
+function joinOptions(req: HttpRequest): JoinOptions {
+  const b = body(req);
+  const reason = optionalString(b, 'reason');
+  optionalObject(b, 'third_party_signed');
+  const content: JsonObject = {};
+  for (const [k, v] of Object.entries(b)) if (k !== 'reason' && k !== 'third_party_signed') content[k] = v;
+  return { ...(reason !== undefined ? { reason } : {}), content };
+}
 
 export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
   const { rooms } = deps;
@@ -34,7 +50,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       auth: 'guest',
       // server_name / via name servers to join through: unused until federation exists.
       handler: async (req) => {
-        const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), reason(body(req)));
+        const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), joinOptions(req));
         return { body: { room_id: roomId } };
       },
     },
@@ -45,7 +61,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/rooms/:roomId/join',
       auth: 'guest',
       handler: async (req) => {
-        const { roomId } = await rooms.join(requester(req), param(req, 'roomId'), reason(body(req)));
+        const { roomId } = await rooms.join(requester(req), param(req, 'roomId'), joinOptions(req));
         return { body: { room_id: roomId } };
       },
     },

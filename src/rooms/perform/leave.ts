@@ -5,6 +5,6 @@ import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
 
 export async function leaveRoom(core: RoomCore, actor: Actor, roomId: string, options: { reason?: string } = {}): Promise<void> {
-  const content = await memberContent(core, actor.userId, 'leave', options);
+  const content = await memberContent(core, actor.userId, 'leave', { ...options, guest: actor.isGuest === true });
   await core.send(roomId, () => ({ type: 'm.room.member', sender: actor.userId, stateKey: actor.userId, content }));
 }

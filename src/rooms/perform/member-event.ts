@@ -1,5 +1,7 @@
 // Member event content: join, invite and knock carry the target's display name and avatar from
-// their profile (as deployed servers do); every membership may carry a reason.
+// their profile (as deployed servers do); every membership may carry a reason. A join may carry
+// further keys of the client's; a guest's own member events say `kind: guest`, which is how its
+// membership is found when the room stops admitting guests.
 
 import type { JsonObject } from '../../protocol/json.js';
 import type { RoomCore } from '../core.js';
@@ -7,10 +9,25 @@ import type { RoomCore } from '../core.js';
 export interface MemberOptions {
   readonly reason?: string;
   readonly isDirect?: boolean;
+  /** Further content keys the client asked for (a join's body). */
+  readonly extra?: JsonObject;
+  /** The member event is a guest's own. */
+  readonly guest?: boolean;
 }
 
+/**
+ * Keys of the client's content the server decides: the membership, the profile (always the
+ * user's own), the guest mark, and the restricted-join authoriser (which the joining server
+ * cannot vouch for).
+ */
+const SERVER_KEYS: readonly string[] = ['membership', 'displayname', 'avatar_url', 'kind', 'join_authorised_via_users_server'];
+
 export async function memberContent(core: RoomCore, target: string, membership: string, options: MemberOptions = {}): Promise<JsonObject> {
-  const content: JsonObject = { membership };
+  const content: JsonObject = {};
+  if (options.extra !== undefined) {
+    for (const [k, v] of Object.entries(options.extra)) if (!SERVER_KEYS.includes(k)) content[k] = v;
+  }
+  content.membership = membership;
   if (membership === 'join' || membership === 'invite' || membership === 'knock') {
     const profile = await core.profiles?.profile(target);
     if (typeof profile?.displayname === 'string') content.displayname = profile.displayname;
@@ -18,5 +35,6 @@ export async function memberContent(core: RoomCore, target: string, membership: 
   }
   if (options.reason !== undefined) content.reason = options.reason;
   if (options.isDirect === true) content.is_direct = true;
+  if (options.guest === true) content.kind = 'guest';
   return content;
 }

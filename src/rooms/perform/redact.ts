@@ -18,7 +18,14 @@ export async function redactEvent(
 ): Promise<string> {
   await core.head(roomId);
   const target = await core.reader.event(eventId);
-  if (target === undefined || target.roomId !== roomId || target.rejected) throw HearthError.notFound('Event not found');
+  if (target === undefined || target.rejected) throw HearthError.notFound('Event not found');
+  if (target.roomId !== roomId) {
+    // As the reference server answers: a member of the room learns that the event is elsewhere;
+    // anyone else is refused as the auth rules would refuse their redaction.
+    const head = await core.head(roomId);
+    if (head.membership(actor.userId) !== 'join') throw HearthError.forbidden(`User ${actor.userId} is not in room ${roomId}`);
+    throw new HearthError(400, 'M_UNKNOWN', 'Cannot redact event from a different room');
+  }
   const redacted = roomEventOf(target);
   const txn = options.txnId !== undefined && actor.deviceId !== null ? { deviceId: actor.deviceId, txnId: options.txnId } : undefined;
   return core.send(

@@ -3,13 +3,14 @@
 // rules (power levels included) decide what is allowed.
 
 import { HearthError } from '../../protocol/errors.js';
-import { parseRoomAlias, serverNameOf } from '../../protocol/ids.js';
+import { parseRoomAlias, parseUserId, serverNameOf } from '../../protocol/ids.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { clientPowerLevelsProblem } from '../../protocol/power-levels.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
 import { aliasRow } from '../../storage/rooms/aliases.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
+import { removeGuests } from './guests.js';
 import { redactEvent } from './redact.js';
 
 export async function sendMessageEvent(
@@ -42,13 +43,17 @@ export async function sendStateEvent(
   stateKey: string,
   content: JsonObject,
 ): Promise<string> {
+  // A member event's state key names a user: refused as /invite refuses a bad user id.
+  if (type === 'm.room.member') parseUserId(stateKey);
   checkStateContent(type, content);
   if (type === 'm.room.canonical_alias' && stateKey === '') await checkCanonicalAlias(core, roomId, content);
-  return core.send(roomId, (head) => {
+  const eventId = await core.send(roomId, (head) => {
     // Needs the room's version, so checked on its head (before the auth rules run).
     checkVersionedStateContent(type, stateKey, content, head.version);
     return { type, sender: actor.userId, stateKey, content };
   });
+  if (type === 'm.room.guest_access' && stateKey === '' && content.guest_access !== 'can_join') await removeGuests(core, roomId);
+  return eventId;
 }
 
 /** Fields of well-known state events that clients read as strings must be strings. */

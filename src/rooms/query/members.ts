@@ -38,9 +38,10 @@ export async function roomMembers(core: RoomCore, actor: Actor, roomId: string, 
   return core.reader.clientEvents(members, { now: core.now(), viewer: actor });
 }
 
+/** Both fields are always present, null when unset (as the reference server answers). */
 export interface JoinedMember {
-  display_name?: string;
-  avatar_url?: string;
+  display_name: string | null;
+  avatar_url: string | null;
 }
 
 export async function joinedMembers(core: RoomCore, actor: Actor, roomId: string): Promise<Record<string, JoinedMember>> {
@@ -53,10 +54,10 @@ export async function joinedMembers(core: RoomCore, actor: Actor, roomId: string
     const event = events.get(Number(r.event_nid));
     // A redacted member event keeps only its membership.
     const content = event === undefined || event.redactedBy !== undefined ? {} : event.pdu.content;
-    const member: JoinedMember = {};
-    if (typeof content.displayname === 'string') member.display_name = content.displayname;
-    if (typeof content.avatar_url === 'string') member.avatar_url = content.avatar_url;
-    out[r.user_id] = member;
+    out[r.user_id] = {
+      display_name: typeof content.displayname === 'string' ? content.displayname : null,
+      avatar_url: typeof content.avatar_url === 'string' ? content.avatar_url : null,
+    };
   }
   return out;
 }

@@ -5,3 +5,4 @@ export * from './devices.js';
 export * from './access-tokens.js';
 export * from './registration-tokens.js';
 export * from './uia-sessions.js';
+export * from './erased-users.js';

@@ -1,0 +1,44 @@
+// A room that stops admitting guests (m.room.guest_access anything but can_join) loses its guests:
+// each guest of this server who is joined or invited leaves, by a leave event of their own, as the
+// reference server does it (no one's power level is needed for that). Guests are known by the
+// `kind: guest` their own member events carry.
+
+import { HearthError } from '../../protocol/errors.js';
+import { serverNameOf, tryParseUserId } from '../../protocol/ids.js';
+import type { RoomEvent } from '../../protocol/events.js';
+import type { RoomCore } from '../core.js';
+import { memberContent } from './member-event.js';
+
+function isGuestMember(e: RoomEvent | undefined): boolean {
+  const m = e?.content.membership;
+  return (m === 'join' || m === 'invite') && e?.content.kind === 'guest';
+}
+
+/** Makes every local guest of the room leave it; returns the leave events' ids. */
+export async function removeGuests(core: RoomCore, roomId: string): Promise<string[]> {
+  const head = await core.head(roomId);
+  const guests: string[] = [];
+  for (const e of head.state.values()) {
+    if (e.type !== 'm.room.member' || e.state_key === undefined || !isGuestMember(e)) continue;
+    const userId = tryParseUserId(e.state_key, { allowNonCompliant: true });
+    if (userId !== undefined && serverNameOf(userId) === core.serverName) guests.push(userId);
+  }
+  const results = await Promise.allSettled(
+    guests.map(async (userId) => {
+      const content = await memberContent(core, userId, 'leave', { guest: true });
+      return core.send(roomId, (h) =>
+        // Gone meanwhile (left on their own, say): nothing to do.
+        isGuestMember(h.get('m.room.member', userId)) ? { type: 'm.room.member', sender: userId, stateKey: userId, content } : { existingEventId: '' },
+      );
+    }),
+  );
+  const ids: string[] = [];
+  for (const r of results) {
+    if (r.status === 'fulfilled') {
+      if (r.value !== '') ids.push(r.value);
+    } else if (!(r.reason instanceof HearthError)) {
+      throw r.reason;
+    }
+  }
+  return ids;
+}
