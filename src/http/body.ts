@@ -66,6 +66,6 @@ export function parseJsonObjectBody(raw: unknown, options: JsonBodyOptions = {})
   if (text.length > 2 * MAX_JSON_DEPTH && jsonTextDepth(text) > MAX_JSON_DEPTH) {
     throw HearthError.badJson(`JSON too deeply nested: at most ${MAX_JSON_DEPTH} levels of objects and arrays`);
   }
-  if (hasNulEscape(raw)) refuseNulInJson(value, options.allowNulInStrings ?? false);
+  if (hasNulEscape(text)) refuseNulInJson(value, options.allowNulInStrings ?? false);
   return value;
 }
