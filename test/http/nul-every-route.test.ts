@@ -112,7 +112,7 @@ const QUERY_SAMPLE: Readonly<Record<string, string>> = {
   username: 'someone',
 };
 
-/** A valid body per route (`METHOD api path`); a route that takes a body and is not here gets GENERIC_BODY. */
+/** A valid body per route (`METHOD api path`); a route that takes a body and is not here gets genericBody. */
 function sampleBody(w: World, route: RouteDef): Record<string, unknown> {
   const me = w.alice.userId;
   const auth = { type: 'm.login.password', identifier: { type: 'm.id.user', user: me }, password: PASSWORD };
@@ -174,10 +174,10 @@ function sampleBody(w: World, route: RouteDef): Record<string, unknown> {
     'POST client /keys/claim': () => ({ one_time_keys: { [w.bob.userId]: { [w.bob.deviceId]: 'signed_curve25519' } } }),
   };
   const make = samples[`${route.method} ${route.api} ${route.path}`];
-  return make !== undefined ? make() : GENERIC_BODY(w);
+  return make !== undefined ? make() : genericBody(w);
 }
 
-const GENERIC_BODY = (w: World): Record<string, unknown> => ({
+const genericBody = (w: World): Record<string, unknown> => ({
   user_id: w.bob.userId,
   room_id: w.roomId,
   event_id: w.eventId,
