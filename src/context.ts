@@ -259,6 +259,8 @@ export interface HearthServer {
   readonly app: FastifyInstance;
   readonly core: ServerCore;
   readonly services: Services;
+  /** Every route the app mounts, as defined (for tests that probe each one). */
+  readonly routes: readonly RouteDef[];
   /** Whether the signing key file was created by this start. */
   readonly createdSigningKey: boolean;
   /** The listeners bound by listen(); empty before. */
@@ -387,6 +389,10 @@ class RunningServer implements HearthServer {
     private readonly closeGraceMs: number,
     private readonly closeLogs: (() => Promise<void>) | undefined,
   ) {}
+
+  get routes(): readonly RouteDef[] {
+    return this.parts.flatMap((p) => p.routes);
+  }
 
   get listeners(): readonly BoundListener[] {
     return this.sockets?.bound ?? [];

@@ -9,6 +9,7 @@ import type { RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
 import { childLoggerFactory, RequestLogController } from './request-log.js';
+import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
 import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
 
@@ -125,7 +126,8 @@ class IncomingRequest implements HttpRequest {
 /** The body as the route reads it; parsed only after the caller is authorized. */
 function readBody(route: RouteDef, req: FastifyRequest): unknown {
   const mode = route.body ?? (route.method === 'GET' || route.method === 'DELETE' ? 'none' : 'json');
-  return mode === 'json' ? parseJsonObjectBody(req.body) : mode === 'raw' ? req.body : undefined;
+  if (mode === 'json') return parseJsonObjectBody(req.body, { allowNulInStrings: route.allowNulInBodyStrings ?? false });
+  return mode === 'raw' ? req.body : undefined;
 }
 
 function sendError(reply: FastifyReply, err: unknown, log: FastifyInstance['log']): void {
@@ -180,6 +182,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
           if (options.rateLimiter !== undefined && isRateLimited(route)) {
             checkRateLimit(options.rateLimiter, request, requester);
           }
+          refuseNulInParameters(request.params, request.query);
           request.body = readBody(route, req);
           if (requester !== undefined) request.requester = requester;
           const res = await route.handler(request);

@@ -3,6 +3,7 @@
 
 import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { hasNulEscape, refuseNulInJson } from './nul.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -42,8 +43,13 @@ export function jsonTextDepth(text: string): number {
   return deepest;
 }
 
-/** A request's JSON object body; an empty body reads as `{}`. */
-export function parseJsonObjectBody(raw: unknown): JsonObject {
+export interface JsonBodyOptions {
+  /** Accept NUL (U+0000) in string values (never in keys): see `RouteDef.allowNulInBodyStrings`. */
+  readonly allowNulInStrings?: boolean;
+}
+
+/** A request's JSON object body; an empty body reads as `{}`. NUL in it is refused (see nul.ts). */
+export function parseJsonObjectBody(raw: unknown, options: JsonBodyOptions = {}): JsonObject {
   if (raw === undefined || raw === null) return {};
   if (!Buffer.isBuffer(raw)) throw HearthError.notJson();
   if (raw.length === 0) return {};
@@ -60,5 +66,6 @@ export function parseJsonObjectBody(raw: unknown): JsonObject {
   if (text.length > 2 * MAX_JSON_DEPTH && jsonTextDepth(text) > MAX_JSON_DEPTH) {
     throw HearthError.badJson(`JSON too deeply nested: at most ${MAX_JSON_DEPTH} levels of objects and arrays`);
   }
+  if (hasNulEscape(text)) refuseNulInJson(value, options.allowNulInStrings ?? false);
   return value;
 }

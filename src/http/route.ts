@@ -83,6 +83,12 @@ export interface RouteDef {
   readonly rateLimited?: boolean;
   /** How the body is read: a JSON object (default for PUT/POST), raw bytes, or not at all. */
   readonly body?: 'json' | 'raw' | 'none';
+  /**
+   * Whether NUL (U+0000) is accepted in the JSON body's string values: only where they are stored
+   * nowhere but in an event's JSON text, which keeps NUL on every backend. Default: refused with
+   * 400 M_BAD_JSON, as in keys and in path and query parameters everywhere (http/nul.ts).
+   */
+  readonly allowNulInBodyStrings?: boolean;
   /** Largest accepted body in bytes (default: the app's JSON limit). */
   readonly bodyLimit?: number;
   readonly handler: (req: HttpRequest) => Promise<HttpResponse> | HttpResponse;

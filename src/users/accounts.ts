@@ -17,7 +17,7 @@ import { AccessTokenAuthenticator } from './authenticator.js';
 import { Devices, type DeviceChangedHook, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
 import { findLocalUser, identifiedUser } from './identifiers.js';
 import { passwordStage } from './password-stage.js';
-import { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
+import { checkNewPassword, hashPassword, isOutdatedPasswordHash, verifyPassword } from './passwords.js';
 import { RegistrationTokens, type NewRegistrationToken, type RegistrationToken } from './registration-tokens.js';
 import { Registration, type RegisterHook, type RegisterRequest, type RegisterResult, type UsernameCheck } from './registration.js';
 import { macMatches, NonceStore, sharedSecretMac, type SharedSecretFields } from './shared-secret.js';
@@ -166,6 +166,10 @@ export class AccountService {
     if (!user) throw HearthError.forbidden('Invalid username or password');
     if (user.deactivated === 1) throw new HearthError(403, 'M_USER_DEACTIVATED', 'This account has been deactivated');
     if (!(await verifyPassword(req.password, user.password_hash))) throw HearthError.forbidden('Invalid username or password');
+    // A hash of the earlier form is rewritten in the current one, unless the password changed meanwhile.
+    if (user.password_hash !== null && isOutdatedPasswordHash(user.password_hash)) {
+      await setPasswordHash(this.db, user.user_id, await hashPassword(req.password, this.deps.bcryptCost), user.password_hash);
+    }
     const session = await this.devices.startSession(user.user_id, {
       deviceId: req.deviceId,
       displayName: req.initialDeviceDisplayName,

@@ -75,7 +75,7 @@ describe('token cache', () => {
 describe('passwords', () => {
   test('bcrypt hashes at the given cost and verifies', async () => {
     const hash = await hashPassword('correct horse', 4);
-    assert.match(hash, /^\$2b\$04\$/);
+    assert.match(hash, /^hmac-sha256:\$2b\$04\$/);
     assert.equal(await verifyPassword('correct horse', hash), true);
     assert.equal(await verifyPassword('correct horsE', hash), false);
     assert.equal(await verifyPassword('correct horse', null), false);

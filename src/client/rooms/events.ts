@@ -50,6 +50,8 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/rooms/:roomId/send/:eventType/:txnId',
       auth: 'guest',
+      // The content is kept only as the event's JSON: a message's text may hold NUL.
+      allowNulInBodyStrings: true,
       handler: async (req) => {
         const eventId = await rooms.sendMessage(requester(req), param(req, 'roomId'), param(req, 'eventType'), body(req), sendTxnId(req));
         return { body: { event_id: eventId } };
@@ -60,6 +62,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       api: 'client',
       versions: VERSIONS,
       path: '/rooms/:roomId/redact/:eventId/:txnId',
+      allowNulInBodyStrings: true,
       handler: async (req) => {
         const reason = optionalString(body(req), 'reason');
         const eventId = await rooms.redact(requester(req), param(req, 'roomId'), param(req, 'eventId'), {

@@ -24,6 +24,8 @@ export async function sendMessageEvent(
   // A redaction sent as a message event (as v11 clients may) is a redaction.
   if (type === 'm.room.redaction') {
     if (typeof content.redacts !== 'string') throw HearthError.badJson('m.room.redaction needs "redacts": the event to redact');
+    // The content may hold NUL (its text is kept as JSON), but this is looked up as an event ID.
+    if (content.redacts.includes('\u0000')) throw HearthError.badJson('"redacts" must not contain NUL (U+0000)');
     const reason = typeof content.reason === 'string' ? content.reason : undefined;
     return redactEvent(core, actor, roomId, content.redacts, { ...(reason !== undefined ? { reason } : {}), ...(txnId !== undefined ? { txnId } : {}) });
   }

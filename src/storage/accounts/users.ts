@@ -44,8 +44,11 @@ export async function localpartTaken(db: Kysely<Schema>, localpart: string): Pro
   return row !== undefined;
 }
 
-export async function setPasswordHash(db: Kysely<Schema>, userId: string, hash: string | null): Promise<boolean> {
-  const res = await db.updateTable('users').set({ password_hash: hash }).where('user_id', '=', userId).executeTakeFirst();
+/** Sets the hash; with `current`, only while the stored hash is still that one (false otherwise). */
+export async function setPasswordHash(db: Kysely<Schema>, userId: string, hash: string | null, current?: string): Promise<boolean> {
+  let update = db.updateTable('users').set({ password_hash: hash }).where('user_id', '=', userId);
+  if (current !== undefined) update = update.where('password_hash', '=', current);
+  const res = await update.executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
