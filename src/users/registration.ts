@@ -139,7 +139,7 @@ export class Registration {
    * first request's parameters (and the password, hashed), so a later request may carry only
    * `auth`; one that carries parameters again replaces them. Once the account exists the session
    * remembers it: the same request again (within the session's lifetime) logs the same account in
-   * once more instead of failing.
+   * once more instead of failing; naming another username then is 400 M_UNKNOWN.
    */
   async register(req: RegisterRequest): Promise<RegisterResult> {
     if (req.kind === 'guest') return this.registerGuest(req);
@@ -148,11 +148,15 @@ export class Registration {
     if (req.password !== undefined) checkNewPassword(req.password);
     const earlier = sessionId === undefined ? undefined : await this.deps.uia.peek(sessionId, REGISTER_OPERATION, null);
     const alreadyRegistered = earlier?.[REGISTERED_USER_ID];
-    // The spec wants bad or taken usernames refused before authentication starts; the account
-    // this session made is not "taken" for it.
+    // The spec wants bad or taken usernames refused before authentication starts. Once this
+    // session has made an account, only that account's name may be given (as Synapse answers).
     const username = req.username?.toLowerCase();
-    if (req.guestUserId !== undefined) this.checkGuestUpgrade(username, req.guestUserId);
-    else if (username !== undefined && `@${username}:${this.deps.serverName}` !== alreadyRegistered) await this.checkUsername(username);
+    if (typeof alreadyRegistered === 'string') {
+      if (username !== undefined && `@${username}:${this.deps.serverName}` !== alreadyRegistered) {
+        throw new HearthError(400, 'M_UNKNOWN', 'A different user ID has already been registered for this session');
+      }
+    } else if (req.guestUserId !== undefined) this.checkGuestUpgrade(username, req.guestUserId);
+    else if (username !== undefined) await this.checkUsername(username);
 
     const given = requestParams(req);
     // matrix-js-sdk sends refresh_token with every request: alone, it replaces nothing.
