@@ -95,6 +95,7 @@ function requestParams(req: RegisterRequest): JsonObject {
   if (req.refreshToken !== undefined) kept['refresh_token'] = req.refreshToken;
   return kept;
 }
+
 const NUMERIC = /^[0-9]+$/;
 
 export class Registration {
@@ -183,13 +184,13 @@ export class Registration {
     }
 
     const storedHash = session.params[PASSWORD_HASH];
-    const passwordHash =
-      req.password !== undefined ? await hashPassword(req.password, this.deps.bcryptCost) : typeof storedHash === 'string' ? storedHash : undefined;
-    if (passwordHash === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'Missing password');
+    if (req.password === undefined && typeof storedHash !== 'string') throw new HearthError(400, 'M_MISSING_PARAM', 'Missing password');
     const chosen = typeof params['username'] === 'string' ? params['username'].toLowerCase() : undefined;
     const guestUserId = typeof params['guest_user_id'] === 'string' ? params['guest_user_id'] : undefined;
     if (guestUserId !== undefined) this.checkGuestUpgrade(chosen, guestUserId);
     else if (chosen !== undefined) await this.checkUsername(chosen);
+    // A password in this request wins over the one kept from an earlier request.
+    const passwordHash = req.password !== undefined ? await hashPassword(req.password, this.deps.bcryptCost) : (storedHash as string);
 
     const token = session.completed.includes(STAGE_REGISTRATION_TOKEN) ? session.params['registration_token'] : undefined;
     const registrationToken = typeof token === 'string' ? token : undefined;
