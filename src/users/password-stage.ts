@@ -1,5 +1,7 @@
 // The `m.login.password` stage of user-interactive auth: the session's own user, with that user's
-// current password.
+// current password. A wrong password (or an unknown user) is a failed attempt the client may
+// retry (401); another user's right password is 403 M_FORBIDDEN outright, as Synapse answers:
+// the credentials are valid, but not for this account.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -22,7 +24,9 @@ export function passwordStage(db: Kysely<Schema>, serverName: string): StageChec
     const password = auth['password'];
     if (typeof password !== 'string') throw new StageFailure('M_MISSING_PARAM', 'Missing password');
     const row = await findLocalUser(db, serverName, user);
-    if (!row || row.user_id !== ctx.userId) throw new StageFailure('M_FORBIDDEN', 'Invalid username or password');
-    if (!(await verifyPassword(password, row.password_hash))) throw new StageFailure('M_FORBIDDEN', 'Invalid password');
+    if (!row) throw new StageFailure('M_FORBIDDEN', 'Invalid username or password');
+    if (!(await verifyPassword(password, row.password_hash))) throw new StageFailure('M_FORBIDDEN', 'Invalid username or password');
+    // Thrown as a plain error, so the stage is not completed and no challenge is offered again.
+    if (row.user_id !== ctx.userId) throw HearthError.forbidden('Invalid auth: the password is not the requesting user\'s');
   };
 }

@@ -3,7 +3,7 @@
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
-import { isMxcUri, parseUserId, serverNameOf } from '../protocol/ids.js';
+import { isMxcUri, isUserId, parseUserId, serverNameOf } from '../protocol/ids.js';
 import type { Schema } from '../storage/schema.js';
 import { accountExists, insertProfile, selectProfile, updateProfile, type ProfileRow } from '../storage/user-data/profiles.js';
 
@@ -47,20 +47,25 @@ export class ProfileService {
     return row && toProfile(row);
   }
 
-  /** GET /profile/{userId}: the fields that are set. 404 M_NOT_FOUND for an unknown user. */
+  /**
+   * GET /profile/{userId}: the fields that are set. As the spec and Synapse answer: 404 M_NOT_FOUND
+   * for an unknown user and for one with neither field set; 400 M_INVALID_PARAM for a malformed id.
+   */
   async getProfile(userId: string): Promise<{ displayname?: string; avatar_url?: string }> {
     const profile = await this.requireProfile(userId);
+    if (profile.displayname === null && profile.avatar_url === null) throw HearthError.notFound('Profile not found');
     return {
       ...(profile.displayname !== null ? { displayname: profile.displayname } : {}),
       ...(profile.avatar_url !== null ? { avatar_url: profile.avatar_url } : {}),
     };
   }
 
-  /** One field; 404 M_NOT_FOUND when the user is unknown or the field is not set. */
-  async getField(userId: string, field: keyof Profile): Promise<string> {
-    const value = (await this.requireProfile(userId))[field];
-    if (value === null) throw HearthError.notFound(`The user has no ${field}`);
-    return value;
+  /**
+   * GET /profile/{userId}/{field}: the value, or undefined when the user has none (the route
+   * answers `{}` then, as Synapse does); 404 M_NOT_FOUND only for an unknown user.
+   */
+  async getField(userId: string, field: keyof Profile): Promise<string | undefined> {
+    return (await this.requireProfile(userId))[field] ?? undefined;
   }
 
   async setDisplayname(actor: ProfileActor, userId: string, value: unknown): Promise<Profile> {
@@ -107,6 +112,7 @@ export class ProfileService {
   }
 
   private async requireProfile(userId: string): Promise<Profile> {
+    if (!isUserId(userId, { allowNonCompliant: true })) throw HearthError.invalidParam('Invalid user ID');
     const row = await selectProfile(this.deps.db, userId);
     if (row) return toProfile(row);
     // An account made before profiles were kept still has an (empty) profile.

@@ -7,6 +7,7 @@
 import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
 import {
+  conditionProblem,
   defaultPushRules,
   mergePushRules,
   PUSH_RULE_KINDS,
@@ -129,8 +130,9 @@ export function checkScope(scope: string): void {
   if (scope !== PUSH_RULE_SCOPE) throw new HearthError(400, 'M_UNRECOGNIZED', `Unknown push rule scope: ${clip(scope)}; only 'global' exists`);
 }
 
-/** 400 M_INVALID_PARAM for a kind the specification does not define. */
+/** 400 M_INVALID_PARAM for a kind the specification does not define; an empty one is no kind. */
 export function parseKind(kind: string): PushRuleKind {
+  if (kind === '') throw unrecognizedPath('The push rule path has an empty kind');
   if (!(PUSH_RULE_KINDS as readonly string[]).includes(kind)) {
     throw HearthError.invalidParam(`Unknown push rule kind: ${clip(kind)}; one of ${PUSH_RULE_KINDS.join(', ')}`);
   }
@@ -148,20 +150,36 @@ export function checkActions(actions: unknown): PushAction[] {
   return actions as PushAction[];
 }
 
-/** An array of objects each with a string `kind`; unknown kinds are kept (they never match). */
+/**
+ * An array of objects each with a string `kind` (else 400 M_BAD_JSON); the fields of the kinds
+ * the spec defines must have its types (else 400 M_INVALID_PARAM, where Synapse would store a rule
+ * that can never match). Unknown kinds are kept: they never match.
+ */
 function checkConditions(conditions: unknown): PushCondition[] {
   // "A rule with no conditions always matches."
   if (conditions === undefined) return [];
   if (!Array.isArray(conditions)) throw HearthError.badJson("'conditions' must be an array");
-  for (const c of conditions) {
+  conditions.forEach((c, i) => {
     if (!isJsonObject(c) || typeof c['kind'] !== 'string') throw HearthError.badJson("Each condition must be an object with a string 'kind'");
-  }
+    const problem = conditionProblem(c);
+    if (problem !== undefined) throw HearthError.invalidParam(`conditions[${i}]: ${problem}`);
+  });
   return conditions as PushCondition[];
 }
 
 function checkNewRuleId(ruleId: string): void {
   if (ruleId.startsWith('.')) throw HearthError.invalidParam("Rule ids starting with '.' are reserved for server-default rules");
   if (ruleId.includes('/') || ruleId.includes('\\')) throw HearthError.invalidParam('Rule ids may not contain slashes or backslashes');
+}
+
+/** 400 M_UNRECOGNIZED: a push-rule path of no shape the API has (Synapse's answer for these). */
+export function unrecognizedPath(message = 'Unrecognized push rule path'): HearthError {
+  return new HearthError(400, 'M_UNRECOGNIZED', message);
+}
+
+/** The rule id of a path; an empty one (`/pushrules/global/override/`) names no rule. */
+export function checkRuleIdGiven(ruleId: string): void {
+  if (ruleId === '') throw unrecognizedPath('The push rule path has an empty rule id');
 }
 
 function notFound(): HearthError {
@@ -225,12 +243,34 @@ export class PushRuleService {
     return this.rulesOf(userId);
   }
 
+  /** GET /pushrules/{scope}/{kind}/: the rules of one kind, as Synapse serves them. */
+  async kindRules(userId: string, scope: string, kind: string): Promise<readonly PushRule[]> {
+    checkScope(scope);
+    const k = parseKind(kind);
+    return (await this.rulesOf(userId))[k];
+  }
+
   /** GET /pushrules/{scope}/{kind}/{ruleId} */
   async rule(userId: string, scope: string, kind: string, ruleId: string): Promise<PushRule> {
     checkScope(scope);
-    const rule = (await this.rulesOf(userId))[parseKind(kind)].find((r) => r.rule_id === ruleId);
+    const k = parseKind(kind);
+    checkRuleIdGiven(ruleId);
+    const rule = (await this.rulesOf(userId))[k].find((r) => r.rule_id === ruleId);
     if (rule === undefined) throw notFound();
     return rule;
+  }
+
+  /**
+   * GET /pushrules/{scope}/{kind}/{ruleId}/{attribute}: any field the rule has (`enabled` and
+   * `actions` are the spec's; Synapse serves the others too); 400 M_UNRECOGNIZED for another name.
+   */
+  async ruleAttribute(userId: string, scope: string, kind: string, ruleId: string, attribute: string): Promise<JsonObject> {
+    const rule = await this.rule(userId, scope, kind, ruleId);
+    const value = Object.hasOwn(rule, attribute) ? (rule as unknown as JsonObject)[attribute] : undefined;
+    if (value === undefined) throw unrecognizedPath(`Push rules have no attribute ${clip(attribute)}`);
+    const out: JsonObject = {};
+    define(out, attribute, value);
+    return out;
   }
 
   /**
@@ -240,6 +280,7 @@ export class PushRuleService {
   async putRule(userId: string, scope: string, kind: string, ruleId: string, body: JsonObject, placement: RulePlacement = {}): Promise<void> {
     checkScope(scope);
     const k = parseKind(kind);
+    checkRuleIdGiven(ruleId);
     checkNewRuleId(ruleId);
     const actions = checkActions(body['actions']);
     const rule: { -readonly [K in keyof PushRule]: PushRule[K] } = { rule_id: ruleId, default: false, enabled: true, actions };
@@ -276,6 +317,7 @@ export class PushRuleService {
   async deleteRule(userId: string, scope: string, kind: string, ruleId: string): Promise<void> {
     checkScope(scope);
     const k = parseKind(kind);
+    checkRuleIdGiven(ruleId);
     await this.edit(userId, (user) => {
       const at = user.rules[k].findIndex((r) => r.rule_id === ruleId);
       if (at === -1) throw notFound();
@@ -292,6 +334,7 @@ export class PushRuleService {
   async setEnabled(userId: string, scope: string, kind: string, ruleId: string, body: unknown): Promise<void> {
     checkScope(scope);
     const k = parseKind(kind);
+    checkRuleIdGiven(ruleId);
     const value = isJsonObject(body) ? body['enabled'] : body;
     if (value === undefined) throw new HearthError(400, 'M_MISSING_PARAM', "Missing parameter: 'enabled'");
     if (typeof value !== 'boolean') throw HearthError.badJson("'enabled' must be a boolean");
@@ -307,6 +350,7 @@ export class PushRuleService {
   async setActions(userId: string, scope: string, kind: string, ruleId: string, body: JsonObject): Promise<void> {
     checkScope(scope);
     const k = parseKind(kind);
+    checkRuleIdGiven(ruleId);
     const actions = checkActions(body['actions']);
     await this.editAttribute(userId, k, ruleId, { actions });
   }

@@ -6,11 +6,11 @@ import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { validateLocalpart, type ServerName } from '../protocol/ids.js';
 import type { Schema } from '../storage/schema.js';
-import { insertUser, localpartTaken, nextCounterValue, setAdmin, upgradeGuestUser } from '../storage/accounts/users.js';
+import { findUser, insertUser, localpartTaken, nextCounterValue, setAdmin, upgradeGuestUser } from '../storage/accounts/users.js';
 import type { Devices } from './devices.js';
 import { checkNewPassword, hashPassword } from './passwords.js';
 import type { RegistrationTokens } from './registration-tokens.js';
-import { STAGE_DUMMY, STAGE_REGISTRATION_TOKEN, type UiaRequest, type UserInteractiveAuth } from './uia.js';
+import { STAGE_DUMMY, STAGE_REGISTRATION_TOKEN, UiaChallenge, type UiaRequest, type UiaSession, type UserInteractiveAuth } from './uia.js';
 
 /** Called after an account is created (e.g. to create its profile with a default display name). */
 export type RegisterHook = (userId: string, localpart: string, displayname?: string) => Promise<void> | void;
@@ -43,6 +43,8 @@ export interface RegisterRequest {
   readonly deviceId?: string;
   readonly initialDeviceDisplayName?: string;
   readonly inhibitLogin?: boolean;
+  /** Whether the client supports refresh tokens; kept with the session (none are issued here). */
+  readonly refreshToken?: boolean;
   /**
    * The guest whose access token came with the request (spec: guest access, "upgrade"): the
    * registration turns that guest into a full account, whose username must be the guest's localpart.
@@ -73,6 +75,27 @@ export interface NewAccount {
 export class RegistrationTokenUsedUp extends Error {}
 
 const NUMERIC_LOCALPART_COUNTER = 'numeric_localpart';
+const REGISTER_OPERATION = 'POST /register';
+/** Session values: the hashed password of an unfinished registration, the account of a finished one. */
+const PASSWORD_HASH = 'password_hash';
+const REGISTERED_USER_ID = 'registered_user_id';
+
+/**
+ * The parameters a request gives, to keep with its session. As in Synapse, a device display name
+ * sent without a password is ignored: clients that send it alone on a later request would
+ * otherwise wipe the parameters given first.
+ */
+function requestParams(req: RegisterRequest): JsonObject {
+  const kept: JsonObject = {};
+  if (req.username !== undefined) kept['username'] = req.username;
+  if (req.guestUserId !== undefined) kept['guest_user_id'] = req.guestUserId;
+  if (req.deviceId !== undefined) kept['device_id'] = req.deviceId;
+  if (req.initialDeviceDisplayName !== undefined && req.password !== undefined) kept['initial_device_display_name'] = req.initialDeviceDisplayName;
+  if (req.inhibitLogin !== undefined) kept['inhibit_login'] = req.inhibitLogin;
+  if (req.refreshToken !== undefined) kept['refresh_token'] = req.refreshToken;
+  return kept;
+}
+
 const NUMERIC = /^[0-9]+$/;
 
 export class Registration {
@@ -112,33 +135,64 @@ export class Registration {
     }
   }
 
+  /**
+   * A `user` registration through user-interactive auth, as Synapse runs it. The session keeps the
+   * first request's parameters (and the password, hashed), so a later request may carry only
+   * `auth`; one that carries parameters again replaces them. Once the account exists the session
+   * remembers it: the same request again (within the session's lifetime) logs the same account in
+   * once more instead of failing; naming another username then is 400 M_UNKNOWN.
+   */
   async register(req: RegisterRequest): Promise<RegisterResult> {
     if (req.kind === 'guest') return this.registerGuest(req);
-    const flows = await this.flows(isJsonObject(req.auth) && typeof req.auth['session'] === 'string');
-    // The spec wants bad or taken usernames refused before authentication starts.
+    const sessionId = isJsonObject(req.auth) && typeof req.auth['session'] === 'string' ? req.auth['session'] : undefined;
+    const flows = await this.flows(sessionId !== undefined);
     if (req.password !== undefined) checkNewPassword(req.password);
-    if (req.guestUserId !== undefined) this.checkGuestUpgrade(req.username?.toLowerCase(), req.guestUserId);
-    else if (req.username !== undefined) await this.checkUsername(req.username.toLowerCase());
-
-    const kept: JsonObject = {};
-    if (req.username !== undefined) kept['username'] = req.username;
-    if (req.guestUserId !== undefined) kept['guest_user_id'] = req.guestUserId;
-    if (req.deviceId !== undefined) kept['device_id'] = req.deviceId;
-    if (req.initialDeviceDisplayName !== undefined) kept['initial_device_display_name'] = req.initialDeviceDisplayName;
-    if (req.inhibitLogin !== undefined) kept['inhibit_login'] = req.inhibitLogin;
-    const uiaRequest: UiaRequest = { operation: 'POST /register', userId: null, flows, auth: req.auth, request: kept };
-    const session = await this.deps.uia.authenticate(uiaRequest);
-
-    // A request that carries only `auth` continues with the parameters given earlier in the session.
-    const stored = (Object.keys(kept).length === 0 ? session.params['request'] : kept) as JsonObject | undefined;
-    const username = typeof stored?.['username'] === 'string' ? stored['username'].toLowerCase() : undefined;
-    const guestUserId = typeof stored?.['guest_user_id'] === 'string' ? stored['guest_user_id'] : undefined;
-    if (req.password === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'Missing password');
-    if (guestUserId !== undefined) this.checkGuestUpgrade(username, guestUserId);
+    const earlier = sessionId === undefined ? undefined : await this.deps.uia.peek(sessionId, REGISTER_OPERATION, null);
+    const alreadyRegistered = earlier?.[REGISTERED_USER_ID];
+    // The spec wants bad or taken usernames refused before authentication starts. Once this
+    // session has made an account, only that account's name may be given (as Synapse answers).
+    const username = req.username?.toLowerCase();
+    if (typeof alreadyRegistered === 'string') {
+      if (username !== undefined && `@${username}:${this.deps.serverName}` !== alreadyRegistered) {
+        throw new HearthError(400, 'M_UNKNOWN', 'A different user ID has already been registered for this session');
+      }
+    } else if (req.guestUserId !== undefined) this.checkGuestUpgrade(username, req.guestUserId);
     else if (username !== undefined) await this.checkUsername(username);
 
+    const given = requestParams(req);
+    // matrix-js-sdk sends refresh_token with every request: alone, it replaces nothing.
+    const replaces = Object.keys(given).some((k) => k !== 'refresh_token');
+    const uiaRequest: UiaRequest = { operation: REGISTER_OPERATION, userId: null, flows, auth: req.auth, ...(replaces ? { request: given } : {}) };
+    let session: UiaSession;
+    try {
+      session = await this.deps.uia.authenticate(uiaRequest);
+    } catch (err) {
+      // Kept hashed with the session, so that a later request need not send the password again.
+      if (err instanceof UiaChallenge && req.password !== undefined && typeof earlier?.[PASSWORD_HASH] !== 'string') {
+        await this.deps.uia.keep(err.sessionId, { [PASSWORD_HASH]: await hashPassword(req.password, this.deps.bcryptCost) });
+      }
+      throw err;
+    }
+    const stored = session.params['request'];
+    const params: JsonObject = replaces ? given : { ...(isJsonObject(stored) ? stored : {}), ...given };
+
+    const registered = session.params[REGISTERED_USER_ID];
+    if (typeof registered === 'string') {
+      const account = await findUser(this.deps.db, registered);
+      if (!account || account.deactivated === 1) throw new HearthError(403, 'M_USER_DEACTIVATED', 'This account has been deactivated');
+      return this.loginAfterRegistration(registered, params);
+    }
+
+    const storedHash = session.params[PASSWORD_HASH];
+    if (req.password === undefined && typeof storedHash !== 'string') throw new HearthError(400, 'M_MISSING_PARAM', 'Missing password');
+    const chosen = typeof params['username'] === 'string' ? params['username'].toLowerCase() : undefined;
+    const guestUserId = typeof params['guest_user_id'] === 'string' ? params['guest_user_id'] : undefined;
+    if (guestUserId !== undefined) this.checkGuestUpgrade(chosen, guestUserId);
+    else if (chosen !== undefined) await this.checkUsername(chosen);
+    // A password in this request wins over the one kept from an earlier request.
+    const passwordHash = req.password !== undefined ? await hashPassword(req.password, this.deps.bcryptCost) : (storedHash as string);
+
     const token = session.completed.includes(STAGE_REGISTRATION_TOKEN) ? session.params['registration_token'] : undefined;
-    const passwordHash = await hashPassword(req.password, this.deps.bcryptCost);
     const registrationToken = typeof token === 'string' ? token : undefined;
     let userId: string;
     try {
@@ -146,7 +200,7 @@ export class Registration {
         guestUserId !== undefined
           ? await this.upgradeGuest(guestUserId, passwordHash, registrationToken)
           : await this.createAccount({
-              localpart: username ?? null,
+              localpart: chosen ?? null,
               passwordHash,
               admin: false,
               guest: false,
@@ -156,13 +210,18 @@ export class Registration {
       if (!(err instanceof RegistrationTokenUsedUp)) throw err;
       return this.deps.uia.retractStage(uiaRequest, session, STAGE_REGISTRATION_TOKEN, 'M_UNAUTHORIZED', 'Invalid registration token');
     }
-    await this.deps.uia.finish(session);
+    // The session stays until it expires, remembering the account instead of the password.
+    await this.deps.uia.keep(session.id, { [REGISTERED_USER_ID]: userId }, [PASSWORD_HASH]);
+    return this.loginAfterRegistration(userId, params);
+  }
 
-    if (stored?.['inhibit_login'] === true) return { userId };
-    const deviceId = typeof stored?.['device_id'] === 'string' ? stored['device_id'] : undefined;
-    const name = stored?.['initial_device_display_name'];
+  /** The reply of a completed registration: a new login with the request's device, unless inhibited. */
+  private async loginAfterRegistration(userId: string, params: JsonObject): Promise<RegisterResult> {
+    if (params['inhibit_login'] === true) return { userId };
+    const deviceId = params['device_id'];
+    const name = params['initial_device_display_name'];
     const login = await this.deps.devices.startSession(userId, {
-      deviceId,
+      deviceId: typeof deviceId === 'string' ? deviceId : undefined,
       displayName: typeof name === 'string' ? name : undefined,
     });
     return { userId, ...login };

@@ -62,6 +62,11 @@ export class UiaChallenge extends HearthError {
     this.name = 'UiaChallenge';
   }
 
+  /** The session the client is to continue. */
+  get sessionId(): string {
+    return this.challenge['session'] as string;
+  }
+
   /** The response body as the spec shows it. */
   replyBody(): JsonObject {
     return this.failed ? { errcode: this.errcode, error: this.message, ...this.challenge } : { ...this.challenge };
@@ -149,6 +154,26 @@ export class UserInteractiveAuth {
 
     if (req.flows.some((f) => f.every((stage) => session.completed.includes(stage)))) return session;
     throw this.challenge(req, session);
+  }
+
+  /**
+   * What a live session of this operation and user keeps (stage results, request parameters,
+   * values stored with `keep`); undefined for any other session, which `authenticate` refuses.
+   */
+  async peek(sessionId: string, operation: string, userId: string | null): Promise<JsonObject | undefined> {
+    const found = await findUiaSession(this.deps.db, sessionId);
+    if (!found || this.deps.now() - found.createdTs > this.lifetimeMs) return undefined;
+    if (found.operation !== operation || found.userId !== userId) return undefined;
+    return found.params;
+  }
+
+  /** Stores values with a session (and drops the named ones), for later requests of it to read. */
+  async keep(sessionId: string, values: JsonObject, drop: readonly string[] = []): Promise<void> {
+    const found = await findUiaSession(this.deps.db, sessionId);
+    if (!found) return;
+    const params: JsonObject = { ...found.params, ...values };
+    for (const key of drop) delete params[key];
+    await updateUiaSession(this.deps.db, sessionId, found.completed, params);
   }
 
   /** Ends a session whose operation has been carried out. */

@@ -1,6 +1,7 @@
 // The user directory: local users whose user ID or display name holds every word of the search
 // term (case-insensitive), among those the searcher may see: users sharing a room with them and
-// users in public rooms (or everyone, when configured so).
+// users in public rooms (or everyone, when configured so). The searcher is never among the
+// results: Synapse leaves them out when searching everyone, and a client never wants itself offered.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -63,7 +64,7 @@ export class UserDirectoryService {
     for (;;) {
       const batch = await searchProfiles(this.deps.db, words, after, SCAN_BATCH);
       for (const row of batch) {
-        if (visible === undefined || visible.has(row.userId)) found.push(row);
+        if (row.userId !== searcherId && (visible === undefined || visible.has(row.userId))) found.push(row);
         if (found.length >= keep) break;
       }
       if (found.length >= keep || batch.length < SCAN_BATCH) break;

@@ -89,8 +89,14 @@ for (const backend of await storageBackends()) {
     test("the password stage accepts only the requester's own password", async () => {
       const [eve] = await newUser('eve', 'eve-pw');
       await newUser('frank', 'frank-pw', 0);
+      // Another user's right password: 403 outright, as Synapse answers.
       const r = await server.call('POST', '/account/password', { token: eve!, body: { new_password: 'x', auth: passwordAuth('frank', 'frank-pw') } });
-      assert.deepEqual([r.status, r.body['errcode']], [401, 'M_FORBIDDEN']);
+      assert.deepEqual([r.status, r.body['errcode']], [403, 'M_FORBIDDEN']);
+      assert.equal(r.body['flows'], undefined);
+      // Their wrong password is an ordinary failed attempt, to be retried.
+      const wrong = await server.call('POST', '/account/password', { token: eve!, body: { new_password: 'x', auth: passwordAuth('frank', 'nope') } });
+      assert.deepEqual([wrong.status, wrong.body['errcode']], [401, 'M_FORBIDDEN']);
+      assert.deepEqual(wrong.body['completed'], []);
     });
 
     test('a UIA session serves one operation; an unknown session is 400', async () => {

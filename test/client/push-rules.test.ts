@@ -164,6 +164,194 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(userRuleIds((await alice.ok('GET', `${RULES}/`)).underride), []);
     });
 
+    test('dont_notify and an empty actions list are served as they were stored', async () => {
+      const alice = await user('alice');
+      const mute = { actions: ['dont_notify'], conditions: [{ kind: 'event_match', key: 'room_id', pattern: '!quiet:localhost' }] };
+      await alice.ok('PUT', `${RULES}/override/mute`, mute);
+      await alice.ok('PUT', `${RULES}/room/${enc('!a:localhost')}`, { actions: [] });
+      await alice.ok('PUT', `${RULES}/sender/${enc('@b:localhost')}`, { actions: ['notify', 'coalesce'] });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/mute`), { rule_id: 'mute', default: false, enabled: true, ...mute });
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/mute/actions`), { actions: ['dont_notify'] });
+      assert.deepEqual((await alice.ok('GET', `${RULES}/room/${enc('!a:localhost')}`)).actions, []);
+      assert.deepEqual((await alice.ok('GET', `${RULES}/sender/${enc('@b:localhost')}/actions`)).actions, ['notify', 'coalesce']);
+      // The same through .../actions, on a user rule and on a default rule.
+      await alice.ok('PUT', `${RULES}/room/${enc('!a:localhost')}/actions`, { actions: ['dont_notify'] });
+      await alice.ok('PUT', `${RULES}/underride/.m.rule.message/actions`, { actions: ['dont_notify'] });
+      await alice.ok('PUT', `${RULES}/override/.m.rule.suppress_notices/actions`, { actions: [] });
+      const all = (await alice.ok('GET', '/pushrules/')).global;
+      assert.deepEqual(all.room.find((r: any) => r.rule_id === '!a:localhost').actions, ['dont_notify']);
+      assert.deepEqual(all.underride.find((r: any) => r.rule_id === '.m.rule.message').actions, ['dont_notify']);
+      assert.deepEqual(all.override.find((r: any) => r.rule_id === '.m.rule.suppress_notices').actions, []);
+      assert.deepEqual(all.override.find((r: any) => r.rule_id === 'mute').actions, ['dont_notify']);
+      // And so in the m.push_rules account data.
+      const [rules] = pushRulesIn(await alice.sync());
+      assert.deepEqual(rules.content.global, all);
+    });
+
+    test('malformed paths answer the API\'s errors, not the router\'s, and change nothing', async () => {
+      const alice = await user('alice');
+      await alice.ok('PUT', `${RULES}/override/keep`, { actions: ['notify'], conditions: [] });
+      await alice.ok('PUT', `${RULES}/override/keep/enabled`, { enabled: false });
+      const ok = { actions: ['notify'], conditions: [] };
+      const cases: [string, string, unknown, number, string][] = [
+        // A missing segment.
+        ['GET', '/pushrules/global', undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/override`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override`, ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/`, ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', '/pushrules/', ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', '/pushrules/', undefined, 400, 'M_UNRECOGNIZED'],
+        // An empty rule id or kind.
+        ['PUT', `${RULES}/override/`, ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override/`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/override//enabled`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override//enabled`, { enabled: true }, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/override//actions`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override//actions`, { actions: [] }, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override//actions`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}//keep`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}//keep`, ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}//keep`, undefined, 400, 'M_UNRECOGNIZED'],
+        // A trailing slash or segment.
+        ['GET', `${RULES}/override/keep/`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override/keep/`, ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override/keep/`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/override/keep/enabled/`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override/keep/enabled/`, { enabled: true }, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override/keep/actions/x`, { actions: [] }, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/override/keep/colour`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', `${RULES}/override/keep/colour`, { colour: 'red' }, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override/keep/colour`, undefined, 400, 'M_UNRECOGNIZED'],
+        // enabled and actions are no things to delete; the rule stays.
+        ['DELETE', `${RULES}/override/keep/enabled`, undefined, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', `${RULES}/override/keep/actions`, undefined, 400, 'M_UNRECOGNIZED'],
+        // Unknown scope or kind, in every shape of path.
+        ['GET', '/pushrules/device', undefined, 400, 'M_UNRECOGNIZED'],
+        ['PUT', '/pushrules/device/', ok, 400, 'M_UNRECOGNIZED'],
+        ['DELETE', '/pushrules/device/override/keep/enabled', undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', '/pushrules/device/override/keep/x/y', undefined, 400, 'M_UNRECOGNIZED'],
+        ['GET', `${RULES}/overide/`, undefined, 400, 'M_INVALID_PARAM'],
+        ['PUT', `${RULES}/overide/keep/enabled`, { enabled: true }, 400, 'M_INVALID_PARAM'],
+        ['DELETE', `${RULES}/overide/keep/actions`, undefined, 400, 'M_INVALID_PARAM'],
+        ['GET', `${RULES}/overide/keep/x/y`, undefined, 400, 'M_INVALID_PARAM'],
+        // A missing rule, through each attribute.
+        ['GET', `${RULES}/override/gone/enabled`, undefined, 404, 'M_NOT_FOUND'],
+        ['GET', `${RULES}/override/gone/conditions`, undefined, 404, 'M_NOT_FOUND'],
+        ['PUT', `${RULES}/override/gone/actions`, { actions: [] }, 404, 'M_NOT_FOUND'],
+      ];
+      for (const [method, path, body, status, errcode] of cases) {
+        const r = await alice.call(method, path, body);
+        assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.errcode, errcode, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      }
+      // Nothing was stored, changed or deleted.
+      const all = (await alice.ok('GET', '/pushrules/')).global;
+      assert.deepEqual(userRuleIds(all.override), ['keep']);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/keep`), { rule_id: 'keep', default: false, enabled: false, ...ok });
+      // A kind's rules, and another attribute of a rule, read as Synapse serves them.
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/`), all.override);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/override/keep/conditions`), { conditions: [] });
+      // Methods no push-rule path serves stay 405.
+      expectError(await alice.call('POST', `${RULES}/override/keep`, ok), 405, 'M_UNRECOGNIZED');
+      expectError(await alice.call('POST', `${RULES}/override/keep/x/y`, ok), 405, 'M_UNRECOGNIZED');
+    });
+
+    test('conditions whose fields are not of the spec\'s types are 400 M_INVALID_PARAM; nothing is stored', async () => {
+      const alice = await user('alice');
+      const bad: object[] = [
+        { kind: 'event_match', key: 5, pattern: 'x' },
+        { kind: 'event_match', key: 'content.body' },
+        { kind: 'event_match', key: 'content.body', pattern: ['x'] },
+        { kind: 'event_match', pattern: 'x' },
+        { kind: 'room_member_count', is: 2 },
+        { kind: 'room_member_count' },
+        { kind: 'room_member_count', is: 'two' },
+        { kind: 'room_member_count', is: '=<2' },
+        { kind: 'sender_notification_permission', key: true },
+        { kind: 'sender_notification_permission' },
+        { kind: 'event_property_is', key: 'content.x', value: { a: 1 } },
+        { kind: 'event_property_is', key: 'content.x', value: [1] },
+        { kind: 'event_property_is', key: 'content.x', value: 1.5 },
+        { kind: 'event_property_is', key: 'content.x' },
+        { kind: 'event_property_is', key: 1, value: 1 },
+        { kind: 'event_property_contains', key: 'content.x', value: {} },
+        { kind: 'event_property_contains', key: null, value: 'x' },
+      ];
+      for (const c of bad) {
+        for (const kind of ['override', 'underride']) {
+          const r = await alice.call('PUT', `${RULES}/${kind}/bad`, { actions: ['notify'], conditions: [{ kind: 'contains_display_name' }, c] });
+          expectError(r, 400, 'M_INVALID_PARAM');
+          assert.match(r.body.error, /conditions\[1\]/);
+        }
+      }
+      const all = (await alice.ok('GET', '/pushrules/')).global;
+      assert.deepEqual([...userRuleIds(all.override), ...userRuleIds(all.underride)], []);
+      // Well-typed conditions of every kind, and a kind this server does not know, are stored.
+      const good = [
+        { kind: 'event_match', key: 'content.body', pattern: 'cake*' },
+        { kind: 'room_member_count', is: '>=2' },
+        { kind: 'room_member_count', is: '10' },
+        { kind: 'sender_notification_permission', key: 'room' },
+        { kind: 'event_property_is', key: 'content.x', value: null },
+        { kind: 'event_property_is', key: 'content.x', value: -3 },
+        { kind: 'event_property_contains', key: 'content.tags', value: 'a' },
+        { kind: 'event_property_contains', key: 'content.flags', value: false },
+        { kind: 'contains_display_name' },
+        { kind: 'org.example.future', anything: [1, { b: 2 }] },
+      ];
+      await alice.ok('PUT', `${RULES}/override/good`, { actions: ['notify'], conditions: good });
+      assert.deepEqual((await alice.ok('GET', `${RULES}/override/good`)).conditions, good);
+    });
+
+    test('enabled and actions bodies of the wrong shape are 400; the rule is unchanged', async () => {
+      const alice = await user('alice');
+      await alice.ok('PUT', `${RULES}/content/tea`, { pattern: 'tea', actions: ['notify'] });
+      const raw = async (attribute: string, body: string) => {
+        const res = await fetch(`${hs.baseUrl}/_matrix/client/v3${RULES}/content/tea/${attribute}`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${alice.user.accessToken}`, 'content-type': 'application/json' },
+          body,
+        });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const enabledCases: [string, number, string][] = [
+        ['"false"', 400, 'M_BAD_JSON'],
+        ['{"enabled": "false"}', 400, 'M_BAD_JSON'],
+        ['{"enabled": 0}', 400, 'M_BAD_JSON'],
+        ['{"enabled": null}', 400, 'M_BAD_JSON'],
+        ['null', 400, 'M_BAD_JSON'],
+        ['[false]', 400, 'M_BAD_JSON'],
+        ['{}', 400, 'M_MISSING_PARAM'],
+        ['{"actions": []}', 400, 'M_MISSING_PARAM'],
+        ['', 400, 'M_MISSING_PARAM'],
+        ['{"enabled": fal', 400, 'M_NOT_JSON'],
+      ];
+      for (const [body, status, errcode] of enabledCases) expectError(await raw('enabled', body), status, errcode);
+      const actionsCases: [string, number, string][] = [
+        ['["dont_notify"]', 400, 'M_BAD_JSON'],
+        ['"notify"', 400, 'M_BAD_JSON'],
+        ['{"actions": "notify"}', 400, 'M_BAD_JSON'],
+        ['{"actions": {"0": "notify"}}', 400, 'M_BAD_JSON'],
+        ['{"actions": ["notify", "ring"]}', 400, 'M_BAD_JSON'],
+        ['{"actions": [{"value": true}]}', 400, 'M_BAD_JSON'],
+        ['{"actions": null}', 400, 'M_BAD_JSON'],
+        ['{}', 400, 'M_MISSING_PARAM'],
+        ['{"enabled": false}', 400, 'M_MISSING_PARAM'],
+        ['', 400, 'M_MISSING_PARAM'],
+      ];
+      for (const [body, status, errcode] of actionsCases) expectError(await raw('actions', body), status, errcode);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea`), { rule_id: 'tea', default: false, enabled: true, pattern: 'tea', actions: ['notify'] });
+      // The spec's bodies work; a bare boolean too, as Synapse accepts it from older clients.
+      assert.equal((await raw('enabled', '{"enabled": false}')).status, 200);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/enabled`), { enabled: false });
+      assert.equal((await raw('enabled', 'true')).status, 200);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/enabled`), { enabled: true });
+      assert.equal((await raw('actions', '{"actions": ["dont_notify"]}')).status, 200);
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/actions`), { actions: ['dont_notify'] });
+    });
+
     test('sync: m.push_rules in the initial account data, and again after each change', async () => {
       const alice = await user('alice');
       const initial = await alice.sync();

@@ -30,7 +30,8 @@ for (const backend of await storageBackends()) {
         assert.deepEqual(whole.body, { displayname: 'alice' });
         const field = await s.call('GET', `/profile/${enc(alice.userId)}/displayname`, { token: bob.token });
         assert.deepEqual(field.body, { displayname: 'alice' });
-        expectError(await s.call('GET', `/profile/${enc(alice.userId)}/avatar_url`), 404, 'M_NOT_FOUND');
+        const unset = await s.call('GET', `/profile/${enc(alice.userId)}/avatar_url`);
+        assert.deepEqual([unset.status, unset.body], [200, {}]);
         expectError(await s.call('GET', `/profile/${enc(`@nobody:${SERVER}`)}`), 404, 'M_NOT_FOUND');
         expectError(await s.call('GET', `/profile/${enc(`@nobody:${SERVER}`)}/displayname`), 404, 'M_NOT_FOUND');
         expectError(await s.call('GET', `/profile/${enc(alice.userId)}`, { token: 'bogus' }), 401, 'M_UNKNOWN_TOKEN');

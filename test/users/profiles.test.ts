@@ -24,7 +24,7 @@ for (const backend of await storageBackends()) {
       await profiles.createProfile(bob, 'bob');
       assert.deepEqual(await profiles.getProfile(alice), { displayname: 'alice' });
       assert.equal(await profiles.getField(alice, 'displayname'), 'alice');
-      await assert.rejects(profiles.getField(alice, 'avatar_url'), rejects('M_NOT_FOUND', 404));
+      assert.equal(await profiles.getField(alice, 'avatar_url'), undefined, 'a field not set is no error');
       // Creating again keeps what is there.
       await profiles.setDisplayname({ userId: alice }, alice, 'Alice');
       await profiles.createProfile(alice, 'alice');
@@ -37,8 +37,13 @@ for (const backend of await storageBackends()) {
     test('an unknown user has no profile; an account without a profile row has an empty one', async () => {
       await assert.rejects(profiles.getProfile(`@nobody:${SERVER}`), rejects('M_NOT_FOUND', 404));
       await assert.rejects(profiles.getField(`@nobody:${SERVER}`, 'displayname'), rejects('M_NOT_FOUND', 404));
+      await assert.rejects(profiles.getProfile('nobody'), rejects('M_INVALID_PARAM'));
+      await assert.rejects(profiles.getField('@nobody', 'avatar_url'), rejects('M_INVALID_PARAM'));
       const carol = await addUser(h.db, 'carol');
-      assert.deepEqual(await profiles.getProfile(carol), {});
+      // The whole profile with no field set is 404, as the spec and Synapse answer; each field is unset.
+      await assert.rejects(profiles.getProfile(carol), rejects('M_NOT_FOUND', 404));
+      assert.equal(await profiles.getField(carol, 'displayname'), undefined);
+      assert.equal(await profiles.getField(carol, 'avatar_url'), undefined);
     });
 
     test('setting fields stores them, trims, clears with "", and calls the hook once per change', async () => {
@@ -56,7 +61,7 @@ for (const backend of await storageBackends()) {
       assert.equal(changes.length, 2);
       await profiles.setAvatarUrl({ userId: alice }, alice, '');
       await profiles.setDisplayname({ userId: alice }, alice, '   ');
-      assert.deepEqual(await profiles.getProfile(alice), {});
+      await assert.rejects(profiles.getProfile(alice), rejects('M_NOT_FOUND', 404));
       assert.deepEqual(changes.at(-1), [alice, { displayname: null, avatar_url: null }]);
       assert.deepEqual(await profiles.profileOf(alice), { displayname: null, avatar_url: null });
       assert.equal(await profiles.profileOf(`@nobody:${SERVER}`), undefined);

@@ -106,6 +106,25 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(replaced.session?.params['request'], { username: 'second' });
     });
 
+    test('values kept with a session are read back by its own operation and user only', async () => {
+      const start = await attempt(uia, { ...base, auth: undefined, request: { username: 'kept' } });
+      const session = start.challenge!.sessionId;
+      assert.equal(session, start.challenge!.replyBody()['session']);
+      await uia.keep(session, { hash: 'h1', other: 1 });
+      await uia.keep(session, { done: '@u:hearth.test' }, ['hash']);
+      assert.deepEqual(await uia.peek(session, base.operation, base.userId), { request: { username: 'kept' }, other: 1, done: '@u:hearth.test' });
+      assert.equal(await uia.peek(session, 'POST /other', base.userId), undefined);
+      assert.equal(await uia.peek(session, base.operation, '@someone:hearth.test'), undefined);
+      assert.equal(await uia.peek('no-such-session', base.operation, base.userId), undefined);
+      // Kept values survive the stages; an expired session is gone.
+      const done = await attempt(uia, { ...base, auth: { type: 'test.secret', secret: 'open sesame', session } });
+      const after = await attempt(uia, { ...base, auth: { type: 'test.ok', session } });
+      assert.equal(done.challenge?.failed, false);
+      assert.equal(after.session?.params['other'], 1);
+      fx.clock.now += 60_001;
+      assert.equal(await uia.peek(session, base.operation, base.userId), undefined);
+    });
+
     test('a stage given without a session starts one and is checked at once', async () => {
       const r = await attempt(uia, { ...base, auth: { type: 'test.ok' } });
       assert.deepEqual(r.challenge?.replyBody()['completed'], ['test.ok']);

@@ -50,6 +50,9 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(ids(await dir.search(id('searcher'), 'hidden')), [], 'no shared or public room');
       assert.deepEqual(ids(await dir.search(id('searcher'), 'gone')), [], 'deactivated');
       assert.deepEqual(await dir.search(id('searcher'), '   '), { results: [], limited: false });
+      // Never the searcher themself, though they share a room with themself.
+      assert.deepEqual(ids(await dir.search(id('searcher'), 'searcher')), []);
+      assert.deepEqual(ids(await dir.search(id('alice'), 'searcher')), [id('searcher')]);
     });
 
     test('limit and limited; better matches first', async () => {
@@ -75,6 +78,7 @@ for (const backend of await storageBackends()) {
       });
       assert.deepEqual(ids(await open.search(id('searcher'), 'hidden')), [id('hidden')]);
       assert.deepEqual(ids(await open.search(id('searcher'), 'gone')), []);
+      assert.deepEqual(ids(await open.search(id('searcher'), 'the searcher')), []);
     });
 
     test('errors: bad term or limit 400', async () => {

@@ -78,6 +78,7 @@ export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
             deviceId: optionalString(body, 'device_id'),
             initialDeviceDisplayName,
             inhibitLogin: optionalBoolean(body, 'inhibit_login'),
+            refreshToken: optionalBoolean(body, 'refresh_token'),
           });
           const reply: Record<string, string> = { user_id: r.userId, home_server: accounts.serverName };
           if (r.accessToken !== undefined && r.deviceId !== undefined) {

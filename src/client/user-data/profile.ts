@@ -24,7 +24,10 @@ export function profileRoutes(deps: { profiles: ProfileService }): RouteDef[] {
         versions: VERSIONS,
         path: `/profile/:userId/${field}`,
         auth: 'optional',
-        handler: async (req) => ({ body: { [field]: await profiles.getField(param(req, 'userId'), field) } }),
+        handler: async (req) => {
+          const value = await profiles.getField(param(req, 'userId'), field);
+          return { body: value === undefined ? {} : { [field]: value } };
+        },
       },
       {
         method: 'PUT',

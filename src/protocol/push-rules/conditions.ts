@@ -107,6 +107,40 @@ function powerLevelValue(value: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * Why a condition a client sends is malformed: a field of a condition kind the spec defines that
+ * is missing or not of the spec's type. Undefined when it is well formed; conditions of other
+ * kinds are not checked (they never match).
+ */
+export function conditionProblem(condition: Readonly<Record<string, unknown>>): string | undefined {
+  const kind = condition['kind'];
+  const needString = (...fields: string[]) => {
+    const bad = fields.find((f) => typeof condition[f] !== 'string');
+    return bad === undefined ? undefined : `${String(kind)}: '${bad}' must be a string`;
+  };
+  switch (kind) {
+    case 'event_match':
+      return needString('key', 'pattern');
+    case 'event_property_is':
+    case 'event_property_contains':
+      return (
+        needString('key') ??
+        (Object.hasOwn(condition, 'value') && isPushScalar(condition['value'])
+          ? undefined
+          : `${kind}: 'value' must be a string, an integer, a boolean or null`)
+      );
+    case 'room_member_count':
+      return (
+        needString('is') ??
+        (MEMBER_COUNT.test(condition['is'] as string) ? undefined : "room_member_count: 'is' must be an integer, optionally after ==, <, >, <= or >=")
+      );
+    case 'sender_notification_permission':
+      return needString('key');
+    default:
+      return undefined;
+  }
+}
+
 /** Strings, integers within ±(2^53−1), booleans, null: what the event_property conditions compare. */
 export function isPushScalar(value: unknown): value is PushScalar {
   return (

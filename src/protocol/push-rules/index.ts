@@ -20,7 +20,7 @@ export type { DefaultRuleChange, DefaultRuleChanges, UserPushRules } from './mer
 export { mergePushRules } from './merge.js';
 export type { ActionSummary } from './actions.js';
 export { stripLegacyActions, summarizeActions } from './actions.js';
-export { conditionMatches, DEFAULT_NOTIFICATION_POWER_LEVEL } from './conditions.js';
+export { conditionMatches, conditionProblem, DEFAULT_NOTIFICATION_POWER_LEVEL } from './conditions.js';
 export { evaluatePushRules, ruleMatches } from './evaluate.js';
 export { compileGlob, compileLiteral, Glob } from './glob.js';
 export { parsePropertyPath, propertyAt } from './property-path.js';

@@ -4,7 +4,6 @@
 // Spec ("Predefined Rules"): server-default rules operate at a lower priority than user-defined
 // rules of the same kind, except .m.rule.master, which comes before every other rule.
 
-import { stripLegacyActions } from './actions.js';
 import { MASTER_RULE_ID } from './default-rules.js';
 import { PUSH_RULE_KINDS } from './types.js';
 import type { PushAction, PushRule, PushRuleKind, PushRuleSet } from './types.js';
@@ -27,8 +26,9 @@ export interface UserPushRules {
 
 /**
  * The rule set clients see and evaluation runs. User rules come out with `default: false`; a user
- * rule whose id starts with "." is dropped, as those ids belong to server-default rules. Legacy
- * `dont_notify` / `coalesce` actions are stripped everywhere. Returns fresh rule objects.
+ * rule whose id starts with "." is dropped, as those ids belong to server-default rules. Actions
+ * are served as the user gave them, legacy `dont_notify` / `coalesce` included (as Synapse serves
+ * them); evaluation ignores those. Returns fresh rule objects.
  */
 export function mergePushRules(defaults: PushRuleSet, user: UserPushRules): PushRuleSet {
   const merged = {} as Record<PushRuleKind, PushRule[]>;
@@ -69,7 +69,7 @@ function copyRule(
     rule_id: rule.rule_id,
     default: overrides.default ?? rule.default,
     enabled: overrides.enabled ?? rule.enabled,
-    actions: stripLegacyActions(overrides.actions ?? rule.actions),
+    actions: [...(overrides.actions ?? rule.actions)],
   };
   if (rule.conditions !== undefined) copy.conditions = [...rule.conditions];
   if (rule.pattern !== undefined) copy.pattern = rule.pattern;

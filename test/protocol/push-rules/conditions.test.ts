@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { conditionMatches } from '../../../src/protocol/push-rules/conditions.js';
+import { conditionMatches, conditionProblem } from '../../../src/protocol/push-rules/conditions.js';
 import type {
   PushCondition,
   PushContext,
@@ -300,4 +300,31 @@ test('unknown condition kinds never match', () => {
   }
   // The same parameters under a known kind do match, so the kind alone decided.
   assert.equal(holds({ kind: 'event_match', key: 'type', pattern: '*' }, event({})), true);
+});
+
+describe('conditionProblem: the fields a client sends', () => {
+  test('well-typed conditions of every spec kind, and unknown kinds, pass', () => {
+    for (const c of [
+      { kind: 'event_match', key: 'type', pattern: 'm.room.*' },
+      { kind: 'event_property_is', key: 'content.n', value: 3 },
+      { kind: 'event_property_is', key: 'content.n', value: null },
+      { kind: 'event_property_contains', key: 'content.tags', value: 'x' },
+      { kind: 'contains_display_name' },
+      { kind: 'room_member_count', is: '<=10' },
+      { kind: 'sender_notification_permission', key: 'room' },
+      { kind: 'com.example.unknown', key: 5 },
+    ]) {
+      assert.equal(conditionProblem(c), undefined, JSON.stringify(c));
+    }
+  });
+
+  test('a missing or mistyped field names itself', () => {
+    assert.match(conditionProblem({ kind: 'event_match', key: 1, pattern: 'x' })!, /'key'/);
+    assert.match(conditionProblem({ kind: 'event_match', key: 'type' })!, /'pattern'/);
+    assert.match(conditionProblem({ kind: 'event_property_is', key: 'a', value: 0.5 })!, /'value'/);
+    assert.match(conditionProblem({ kind: 'event_property_contains', key: 'a' })!, /'value'/);
+    assert.match(conditionProblem({ kind: 'room_member_count', is: 2 })!, /'is'/);
+    assert.match(conditionProblem({ kind: 'room_member_count', is: '2 members' })!, /'is'/);
+    assert.match(conditionProblem({ kind: 'sender_notification_permission', key: ['room'] })!, /'key'/);
+  });
 });

@@ -92,13 +92,13 @@ test('user rules are marked non-default and may not take server-default ids', ()
   assert.deepEqual(ok.conditions, []);
 });
 
-test('legacy actions are stripped from user rules and from changed defaults', () => {
+test('legacy actions are kept as given, in user rules and in changed defaults', () => {
   const merged = mergePushRules(defaultPushRules(USER), {
     rules: { room: [userRule('!r:example.org', { actions: ['dont_notify'] })] },
     defaultChanges: { underride: { '.m.rule.message': { actions: ['notify', 'coalesce'] } } },
   });
-  assert.deepEqual(merged.room[0]!.actions, []);
-  assert.deepEqual(merged.underride.find((r) => r.rule_id === '.m.rule.message')!.actions, ['notify']);
+  assert.deepEqual(merged.room[0]!.actions, ['dont_notify']);
+  assert.deepEqual(merged.underride.find((r) => r.rule_id === '.m.rule.message')!.actions, ['notify', 'coalesce']);
 });
 
 test('the result shares no rule objects with its inputs', () => {
