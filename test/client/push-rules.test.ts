@@ -93,9 +93,11 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: true });
       assert.deepEqual(await alice.ok('PUT', `${RULES}/content/pizza/enabled`, { enabled: false }), {});
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: false });
-      // Some clients send a bare boolean.
-      await alice.ok('PUT', `${RULES}/content/pizza/enabled`, true);
-      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: true });
+      // A bare boolean is not the spec's body: refused, nothing changed.
+      await alice.ok('PUT', `${RULES}/content/pizza/enabled`, { enabled: false });
+      expectError(await alice.call('PUT', `${RULES}/content/pizza/enabled`, true), 400, 'M_BAD_JSON');
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/enabled`), { enabled: false });
+      await alice.ok('PUT', `${RULES}/content/pizza/enabled`, { enabled: true });
       await alice.ok('PUT', `${RULES}/content/pizza/actions`, { actions: ['notify', { set_tweak: 'highlight' }] });
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/pizza/actions`), { actions: ['notify', { set_tweak: 'highlight' }] });
 
@@ -343,10 +345,12 @@ for (const { backend, skip } of await serverBackends()) {
       ];
       for (const [body, status, errcode] of actionsCases) expectError(await raw('actions', body), status, errcode);
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea`), { rule_id: 'tea', default: false, enabled: true, pattern: 'tea', actions: ['notify'] });
-      // The spec's bodies work; a bare boolean too, as Synapse accepts it from older clients.
+      // The spec's bodies work; a bare boolean is refused.
       assert.equal((await raw('enabled', '{"enabled": false}')).status, 200);
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/enabled`), { enabled: false });
-      assert.equal((await raw('enabled', 'true')).status, 200);
+      expectError(await raw('enabled', 'true'), 400, 'M_BAD_JSON');
+      assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/enabled`), { enabled: false });
+      assert.equal((await raw('enabled', '{"enabled": true}')).status, 200);
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/enabled`), { enabled: true });
       assert.equal((await raw('actions', '{"actions": ["dont_notify"]}')).status, 200);
       assert.deepEqual(await alice.ok('GET', `${RULES}/content/tea/actions`), { actions: ['dont_notify'] });

@@ -10,7 +10,6 @@
 // .../enabled or .../actions deletes nothing.
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
-import { parseJsonObjectBody } from '../../http/body.js';
 import { HearthError } from '../../protocol/errors.js';
 import { checkRuleIdGiven, checkScope, parseKind, unrecognizedPath, type PushRuleService } from '../../users/push-rules.js';
 import { body, param, requesterOf, VERSIONS } from './fields.js';
@@ -70,16 +69,11 @@ export function pushRuleRoutes(deps: { pushRules: PushRuleService }): RouteDef[]
       return { body: {} };
     }),
     route('GET', `${RULE}/enabled`, async (req) => ({ body: await pushRules.enabled(...rule(req)) })),
-    // Read raw: some clients send a bare `true` / `false` instead of `{"enabled": ...}`.
-    route(
-      'PUT',
-      `${RULE}/enabled`,
-      async (req) => {
-        await pushRules.setEnabled(...rule(req), enabledBody(req.body));
-        return { body: {} };
-      },
-      { body: 'raw' },
-    ),
+    // The spec's body is `{"enabled": <boolean>}`; a bare `true` is not a JSON object (M_BAD_JSON).
+    route('PUT', `${RULE}/enabled`, async (req) => {
+      await pushRules.setEnabled(...rule(req), body(req));
+      return { body: {} };
+    }),
     route('GET', `${RULE}/actions`, async (req) => ({ body: await pushRules.actions(...rule(req)) })),
     route('PUT', `${RULE}/actions`, async (req) => {
       await pushRules.setActions(...rule(req), body(req));
@@ -111,11 +105,4 @@ async function malformedPath(pushRules: PushRuleService, userId: string, method:
     throw unrecognizedPath(`Push rules have no attribute ${segments[3]!.slice(0, 80)} to ${method === 'PUT' ? 'set' : 'delete'}`);
   }
   throw unrecognizedPath();
-}
-
-/** A bare `true` / `false`, or else the body read as a JSON object. */
-function enabledBody(raw: unknown): unknown {
-  const text = Buffer.isBuffer(raw) ? raw.toString('latin1').trim() : undefined;
-  if (text === 'true' || text === 'false') return text === 'true';
-  return parseJsonObjectBody(raw);
 }
