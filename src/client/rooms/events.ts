@@ -40,7 +40,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
     api: 'client',
     versions: VERSIONS,
     path,
-    ...(method === 'GET' ? { auth: 'guest' as const } : {}),
+    ...(method === 'GET' ? { auth: 'guest' as const } : { rateLimit: 'message' as const }),
     handler: (req) => (method === 'GET' ? getState(req, key(req)) : putState(req, key(req))),
   });
   return [
@@ -50,6 +50,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/rooms/:roomId/send/:eventType/:txnId',
       auth: 'guest',
+      rateLimit: 'message',
       handler: async (req) => {
         const eventId = await rooms.sendMessage(requester(req), param(req, 'roomId'), param(req, 'eventType'), body(req), sendTxnId(req));
         return { body: { event_id: eventId } };
@@ -60,6 +61,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       api: 'client',
       versions: VERSIONS,
       path: '/rooms/:roomId/redact/:eventId/:txnId',
+      rateLimit: 'message',
       handler: async (req) => {
         const reason = optionalString(body(req), 'reason');
         const eventId = await rooms.redact(requester(req), param(req, 'roomId'), param(req, 'eventId'), {
