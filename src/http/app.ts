@@ -9,7 +9,7 @@ import { CORS_HEADERS } from './cors.js';
 import { type Charge, RateLimitError, type RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
-import { allowRequestNotes, childLoggerFactory, notesOf, RequestLogController } from './request-log.js';
+import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { HearthError } from '../protocol/errors.js';
 import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
 
@@ -213,7 +213,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
           const request = new IncomingRequest(route, req, reply, addresses);
           const requester = await authorize(route, request, options.authenticate);
           if (requester !== undefined) {
-            notesOf(req).userId = requester.userId;
+            noteUser(req, requester.userId);
             request.requester = requester;
           }
           request.body = readBody(route, req);

@@ -23,10 +23,8 @@ export function loggableUrl(url: string): string {
   return url.includes('=') ? url.replace(SECRET_PARAMS, '$1<redacted>') : url;
 }
 
-/** What serving a request learned that its log line reports. */
+/** What a refused or failed request's log line reports, noted while it is served. */
 export interface RequestNotes {
-  /** Who asked, once the access token is resolved. */
-  userId?: string;
   errcode?: string;
   error?: string;
   /** For a 429: the limit that was hit. */
@@ -36,20 +34,30 @@ export interface RequestNotes {
 }
 
 const NOTES = 'hearthNotes';
+const USER = 'hearthUser';
 
-/** Lets requests carry notes (a property known to Fastify, so request objects keep one shape). */
+interface Noted {
+  [NOTES]: RequestNotes | null;
+  /** Who asked, once the access token is resolved. */
+  [USER]: string | null;
+}
+
+/**
+ * Lets requests carry notes and their user (properties declared to Fastify, so request objects
+ * keep one shape). Notes are made only for failures; a success costs one property write.
+ */
 export function allowRequestNotes(app: FastifyInstance): void {
   app.decorateRequest(NOTES, null);
+  app.decorateRequest(USER, null);
 }
 
 /** The notes of a request, made on first use. */
 export function notesOf(request: FastifyRequest): RequestNotes {
-  const holder = request as unknown as Record<typeof NOTES, RequestNotes | null>;
-  return (holder[NOTES] ??= {});
+  return ((request as unknown as Noted)[NOTES] ??= {});
 }
 
-function peekNotes(request: FastifyRequest): RequestNotes | null {
-  return (request as unknown as Record<typeof NOTES, RequestNotes | null>)[NOTES] ?? null;
+export function noteUser(request: FastifyRequest, userId: string): void {
+  (request as unknown as Noted)[USER] = userId;
 }
 
 export class RequestLogController extends LogController {
@@ -69,7 +77,9 @@ export class RequestLogController extends LogController {
       return;
     }
     if (status >= 400) {
-      const notes = peekNotes(request) ?? {};
+      const noted = request as unknown as Noted;
+      const notes = noted[NOTES] ?? {};
+      const user = noted[USER];
       const line: Record<string, unknown> = {
         method: request.method,
         url: loggableUrl(request.url),
@@ -77,7 +87,7 @@ export class RequestLogController extends LogController {
         errcode: notes.errcode,
         error: notes.error,
       };
-      if (notes.userId !== undefined) line['user'] = notes.userId;
+      if (user !== null && user !== undefined) line['user'] = user;
       else line['client'] = this.addressOf(request);
       if (notes.limit !== undefined) line['limit'] = notes.limit;
       line['responseTime'] = reply.elapsedTime;
