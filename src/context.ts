@@ -336,19 +336,15 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
     parts.push(...built.parts);
     const authenticators = parts.flatMap((p) => (p.authenticate ? [p.authenticate] : []));
     if (authenticators.length > 1) throw new Error('more than one part authenticates access tokens');
+    const limits = config.client_api.rate_limiting;
     const app = buildHttpApp(
       parts.flatMap((p) => p.routes),
       {
         logger: options.logger ?? logging?.logger ?? false,
         ...(authenticators[0] ? { authenticate: authenticators[0] } : {}),
-        ...(config.client_api.rate_limiting.enabled
-          ? {
-              rateLimiter: new RateLimiter({
-                threshold: config.client_api.rate_limiting.threshold,
-                cooloffMs: config.client_api.rate_limiting.cooloff_ms,
-                exemptUserIds: config.client_api.rate_limiting.exempt_user_ids,
-              }),
-            }
+        trustedProxies: config.global.trusted_proxies,
+        ...(limits.enabled
+          ? { rateLimiter: new RateLimiter({ limits, exemptUserIds: limits.exempt_user_ids, serverName: core.serverName }) }
           : {}),
       },
     );
@@ -402,7 +398,7 @@ class RunningServer implements HearthServer {
     if (this.sockets !== undefined || this.closing !== undefined) throw new Error('the server is already listening or closed');
     const wanted = specs ?? listenerSpecs(this.core.config);
     if (wanted.length === 0) throw new Error('no listener configured: set listen.http or listen.https');
-    this.sockets = await Listeners.start(this.app.routing, wanted);
+    this.sockets = await Listeners.start(this.app.routing, wanted, { log: this.app.log });
     return this.sockets.bound;
   }
 

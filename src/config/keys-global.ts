@@ -2,7 +2,10 @@
 
 import { type IgnoredKey, key } from './keys.js';
 import {
+  INVALID,
+  type Kind,
   bindAddress,
+  describe,
   boolean,
   clientBaseUrl,
   connectionString,
@@ -17,6 +20,18 @@ import {
   size,
   string,
 } from './kinds.js';
+import { parseAddressRange } from './net.js';
+
+/** An IP address or CIDR range, loaded as `address/prefix`. */
+const addressRange: Kind<string> = {
+  label: 'IP address or CIDR range',
+  parse(raw, at, ctx) {
+    const range = typeof raw === 'string' ? parseAddressRange(raw.trim()) : undefined;
+    if (range !== undefined) return range;
+    ctx.error(at, `must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got ${describe(raw)}`);
+    return INVALID;
+  },
+};
 
 export const GLOBAL_KEYS = [
   key({
@@ -201,6 +216,20 @@ export const GLOBAL_KEYS = [
     kind: list(serverName),
     default: [],
     doc: 'Identity servers trusted to verify third-party identifiers such as email addresses.',
+  }),
+  key({
+    path: 'global.trusted_proxies',
+    kind: list(addressRange),
+    default: [],
+    doc:
+      'Reverse proxies (IPv4 or IPv6 addresses and CIDR ranges) whose `X-Forwarded-For` header ' +
+      'names the client. A proxy in front of Hearth must append the address it was connected from ' +
+      'to that header (nginx: `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`, ' +
+      'Caddy and Traefik do it by default). The client is the rightmost address of the header ' +
+      'that is not itself a trusted proxy; it is used for per-address rate limits and recorded as ' +
+      'the device\'s last-seen address. Empty: the header is ignored and the client is the ' +
+      'connection\'s peer, so behind a proxy every user would share the proxy\'s address.',
+    example: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8'],
   }),
   key({
     path: 'listen.http',

@@ -2,11 +2,12 @@
 // `federation_api`, `app_service_api`) and of `logging`.
 
 import { resolve } from 'node:path';
-import { key } from './keys.js';
+import { type IgnoredKey, key } from './keys.js';
 import {
   INVALID,
   type Kind,
   boolean,
+  describe,
   integer,
   isMapping,
   list,
@@ -27,6 +28,35 @@ const perspectiveKey = record<PerspectiveKey>('key', {
     kind: string(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=?$/, 'must be the unpadded base64 of a 32-byte key'),
   },
 });
+
+/** A number above zero; rates may be fractions, as in Synapse's 0.003. */
+const positiveNumber: Kind<number> = {
+  label: 'number > 0',
+  parse(raw, at, ctx) {
+    if (typeof raw === 'number' && Number.isFinite(raw) && raw > 0) return raw;
+    ctx.error(at, `must be a number above 0, got ${describe(raw)}`);
+    return INVALID;
+  },
+};
+
+type RateLimitPath =
+  | 'message'
+  | 'room_creation'
+  | 'joins'
+  | 'invites'
+  | 'login.address'
+  | 'login.account'
+  | 'login.failed_attempts'
+  | 'registration'
+  | 'registration_token_validity';
+
+/** The two keys of one rate limit, `client_api.rate_limiting.<name>.per_second` and `.burst_count`. */
+function rateLimitKeys(name: RateLimitPath, perSecond: number, burstCount: number, docs: { per_second: string; burst_count: string }) {
+  return [
+    key({ path: `client_api.rate_limiting.${name}.per_second`, kind: positiveNumber, default: perSecond, doc: docs.per_second }),
+    key({ path: `client_api.rate_limiting.${name}.burst_count`, kind: integer(1), default: burstCount, doc: docs.burst_count }),
+  ];
+}
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -91,28 +121,63 @@ export const SERVICE_KEYS = [
     path: 'client_api.rate_limiting.enabled',
     kind: boolean,
     default: true,
-    doc: 'Limit how fast each client sends requests; a limited request gets M_LIMIT_EXCEEDED with retry_after_ms.',
-  }),
-  key({
-    path: 'client_api.rate_limiting.threshold',
-    kind: integer(1),
-    default: 5,
-    doc: 'Requests a client may make in a burst before it is limited.',
-  }),
-  key({
-    path: 'client_api.rate_limiting.cooloff_ms',
-    kind: integer(1),
-    default: 500,
-    doc: 'Milliseconds after which each request stops counting towards the threshold.',
+    doc: 'Apply the rate limits below; false turns every one of them off.',
   }),
   key({
     path: 'client_api.rate_limiting.exempt_user_ids',
     kind: list(userId),
     default: [],
     doc:
-      'Users never rate limited, besides the users of appservices whose registration says ' +
-      '`rate_limited: false`.',
+      'Users never rate limited, besides server admins and the users of appservices whose ' +
+      'registration says `rate_limited: false`.',
     example: ['@bot:example.org'],
+  }),
+  ...rateLimitKeys('message', 1, 100, {
+    per_second:
+      'Room events per second a user may send once the burst is used up; Synapse allows 0.2. One a ' +
+      'second is more than anyone types and still holds a runaway client or bot in check.',
+    burst_count:
+      'Room events a user may send at once before being limited. Synapse\'s 10 refuses real ' +
+      'clients: an end-to-end encrypted client sends what the user queued (pasted lines, ' +
+      'forwarded messages, an outbox after a reconnection) as fast as it can, and 50 messages at ' +
+      'full speed must all go through; 100 leaves room for that and for a moderator redacting a ' +
+      'wave of spam.',
+  }),
+  ...rateLimitKeys('room_creation', 0.016, 10, {
+    per_second: 'Rooms per second a user may create once the burst is used up (about one a minute, as Synapse).',
+    burst_count: 'Rooms a user may create at once before being limited (as Synapse).',
+  }),
+  ...rateLimitKeys('joins', 0.1, 10, {
+    per_second: 'Joins per second a user may make once the burst is used up (as Synapse).',
+    burst_count: 'Rooms a user may join at once before being limited (as Synapse).',
+  }),
+  ...rateLimitKeys('invites', 0.3, 10, {
+    per_second: 'Invites per second a user may send once the burst is used up (as Synapse).',
+    burst_count: 'Invites a user may send at once before being limited (as Synapse).',
+  }),
+  ...rateLimitKeys('login.address', 0.05, 20, {
+    per_second: 'Login attempts per second from one address once the burst is used up (one every 20 s; Synapse: 0.003).',
+    burst_count:
+      'Login attempts from one address at once before it is limited. Behind a reverse proxy, set ' +
+      '`global.trusted_proxies`, or every user shares the proxy\'s address.',
+  }),
+  ...rateLimitKeys('login.account', 0.003, 5, {
+    per_second: 'Successful logins per second to one account once the burst is used up (as Synapse).',
+    burst_count: 'Successful logins to one account at once before it is limited (as Synapse).',
+  }),
+  ...rateLimitKeys('login.failed_attempts', 0.17, 3, {
+    per_second: 'Failed logins per second against one account once the burst is used up (as Synapse).',
+    burst_count: 'Failed logins against one account before further attempts are refused for a while (as Synapse).',
+  }),
+  ...rateLimitKeys('registration', 0.17, 3, {
+    per_second: 'Registrations per second from one address once the burst is used up (as Synapse).',
+    burst_count:
+      'Registrations from one address at once before it is limited (as Synapse); the steps of ' +
+      'user-interactive authentication before the account is made do not count.',
+  }),
+  ...rateLimitKeys('registration_token_validity', 0.1, 5, {
+    per_second: 'Registration-token checks per second from one address once the burst is used up (as Synapse).',
+    burst_count: 'Registration-token checks from one address at once before it is limited (as Synapse).',
   }),
   key({
     path: 'user_api.bcrypt_cost',
@@ -245,4 +310,21 @@ export const SERVICE_KEYS = [
       { type: 'file', level: 'warn', params: { path: './logs' } },
     ],
   }),
+];
+
+/** Dendrite's single request limit, which the limits above replace. */
+const RETIRED_RATE_LIMIT =
+  'no longer has an effect: each limit has its own per_second and burst_count under client_api.rate_limiting';
+
+export const SERVICE_IGNORED: readonly IgnoredKey[] = [
+  {
+    path: 'client_api.rate_limiting.threshold',
+    doc: 'Accepted with a warning and ignored: Dendrite\'s one request limit, replaced by the limits of `client_api.rate_limiting`.',
+    warning: RETIRED_RATE_LIMIT,
+  },
+  {
+    path: 'client_api.rate_limiting.cooloff_ms',
+    doc: 'Accepted with a warning and ignored, as `client_api.rate_limiting.threshold`.',
+    warning: RETIRED_RATE_LIMIT,
+  },
 ];

@@ -45,10 +45,14 @@ export interface KeyRecord<P extends ConfigPath = ConfigPath> {
   readonly aliases?: readonly string[];
 }
 
-/** Keys accepted for compatibility and otherwise ignored: no validation, no warning, no value. */
+/**
+ * Keys accepted for compatibility and otherwise ignored: no validation, no value, and no warning
+ * unless `warning` says why the key no longer has an effect.
+ */
 export interface IgnoredKey {
   readonly path: string;
   readonly doc: string;
+  readonly warning?: string;
 }
 
 export function key<P extends ConfigPath>(record: KeyRecord<P>): KeyRecord<P> {

@@ -7,7 +7,7 @@ import { parseDocument } from 'yaml';
 import type { ConfigPath, KeyRecord } from './keys.js';
 import { rawDefault } from './keys.js';
 import { type ConfigIssue, INVALID, type KindContext, describe, isMapping } from './kinds.js';
-import { CROSS_CHECKS, KEYS, SECTION_PATHS, type ValueReader, findKey, isIgnoredKey } from './schema.js';
+import { CROSS_CHECKS, KEYS, SECTION_PATHS, type ValueReader, findKey, ignoredKey, isIgnoredKey } from './schema.js';
 import type { HearthConfig } from './types.js';
 
 export type { ConfigIssue } from './kinds.js';
@@ -137,8 +137,10 @@ function yamlIssue(message: string, at: { line: number; col: number } | undefine
 function checkKeys(node: Record<string, unknown>, prefix: string, ctx: KindContext): void {
   for (const [name, value] of Object.entries(node)) {
     const path = prefix === '' ? name : `${prefix}.${name}`;
+    const ignored = ignoredKey(path);
     if (name.includes('.')) ctx.warn(path, 'unknown key, ignored');
-    else if (findKey(path) !== undefined || isIgnoredKey(path)) continue;
+    else if (ignored?.warning !== undefined) ctx.warn(path, ignored.warning);
+    else if (findKey(path) !== undefined || ignored !== undefined) continue;
     else if (SECTION_PATHS.has(path)) {
       if (isMapping(value)) checkKeys(value, path, ctx);
       else if (value !== null) ctx.error(path, `must be a mapping, got ${describe(value)}`);
@@ -158,8 +160,10 @@ function environmentOverrides(env: Environment, ctx: KindContext): Map<string, O
     const path = variable.slice(ENV_PREFIX.length).toLowerCase().split('__').join('.');
     const record = findKey(path);
     if (record === undefined) {
+      const retired = ignoredKey(path)?.warning;
+      if (retired !== undefined) ctx.warn(variable, retired);
       // Other HEARTH_ variables may exist for other purposes; only warn about near misses.
-      if (!isIgnoredKey(path) && topLevel.has(path.split('.')[0])) {
+      else if (!isIgnoredKey(path) && topLevel.has(path.split('.')[0])) {
         ctx.warn(variable, `names no configuration key (${path}), ignored`);
       }
       continue;

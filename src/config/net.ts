@@ -1,6 +1,7 @@
 // Checks for the network-shaped values of the configuration: server names, listening addresses,
 // base URLs and message-bus addresses.
 
+import { isIP } from 'node:net';
 import { isServerName, isUserId } from '../protocol/ids.js';
 
 export { isServerName, isUserId };
@@ -80,4 +81,21 @@ export function parseClientBaseUrl(text: string): string | undefined {
 export function isNatsAddress(text: string): boolean {
   if (text.includes('://')) return parseUrl(text, ['nats', 'tls', 'ws', 'wss']) !== undefined;
   return isServerName(text);
+}
+
+/**
+ * An IP address range: an IPv4 or IPv6 address, optionally with a `/prefix` length. Returns it as
+ * `address/prefix` (a bare address is its own /32 or /128), or undefined when the text is neither.
+ */
+export function parseAddressRange(text: string): string | undefined {
+  const slash = text.indexOf('/');
+  const address = slash < 0 ? text : text.slice(0, slash);
+  // A zone (fe80::1%eth0) names an interface of this machine, never a peer's address.
+  const family = address.includes('%') ? 0 : isIP(address);
+  if (family === 0) return undefined;
+  const max = family === 4 ? 32 : 128;
+  if (slash < 0) return `${address}/${max}`;
+  const prefix = text.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return undefined;
+  return `${address}/${Number(prefix)}`;
 }

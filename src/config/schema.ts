@@ -2,7 +2,7 @@
 // configuration file and docs/CONFIG.md are all derived from it.
 
 import { GLOBAL_IGNORED, GLOBAL_KEYS } from './keys-global.js';
-import { SERVICE_KEYS } from './keys-services.js';
+import { SERVICE_IGNORED, SERVICE_KEYS } from './keys-services.js';
 import type { ConfigPath, ConfigValue, IgnoredKey, KeyRecord } from './keys.js';
 
 const ALL_KEYS = [...GLOBAL_KEYS, ...SERVICE_KEYS];
@@ -13,7 +13,7 @@ const everyPropertyHasAKey: [Missing] extends [never] ? true : Missing = true;
 void everyPropertyHasAKey;
 
 export const KEYS: readonly KeyRecord[] = ALL_KEYS;
-export const IGNORED_KEYS: readonly IgnoredKey[] = GLOBAL_IGNORED;
+export const IGNORED_KEYS: readonly IgnoredKey[] = [...GLOBAL_IGNORED, ...SERVICE_IGNORED];
 
 /** What each section is for, by section path; the generated file and the docs print these. */
 export const SECTIONS: Readonly<Record<string, string>> = {
@@ -26,7 +26,30 @@ export const SECTIONS: Readonly<Record<string, string>> = {
   'global.presence': 'Presence (online status) exchanged with other servers.',
   listen: 'Where the server listens. Client, federation and operator endpoints share these listeners.',
   client_api: 'The client-server API.',
-  'client_api.rate_limiting': 'Per-client request rate limits.',
+  'client_api.rate_limiting':
+    'Request rate limits, after Synapse\'s `rc_*` settings. Each limit is a bucket per user (per client ' +
+    'address for logins and registrations) that holds `burst_count` actions and empties at ' +
+    '`per_second`; a request that finds its bucket full gets 429 M_LIMIT_EXCEEDED with ' +
+    '`retry_after_ms` and a Retry-After header. Only the requests named below count: syncs, ' +
+    'to-device messages, keys, receipts, read markers, typing, account data, presence and profile ' +
+    'reads are never limited. Server admins are exempt.',
+  'client_api.rate_limiting.message':
+    'Room events a user sends: messages, state events and redactions (Synapse\'s `rc_message`). ' +
+    'Failed sends do not count.',
+  'client_api.rate_limiting.room_creation': 'Rooms a user creates (Synapse\'s `rc_room_creation`).',
+  'client_api.rate_limiting.joins': 'Rooms a user joins (Synapse\'s `rc_joins.local`).',
+  'client_api.rate_limiting.invites': 'Invites a user sends (Synapse\'s `rc_invites.per_issuer`).',
+  'client_api.rate_limiting.login': 'Logins (Synapse\'s `rc_login`).',
+  'client_api.rate_limiting.login.address':
+    'Login attempts from one client address, successful or not. A household or office behind one ' +
+    'address shares this bucket, so its burst is 20 where Synapse\'s is 5.',
+  'client_api.rate_limiting.login.account': 'Successful logins to one account (each makes a device).',
+  'client_api.rate_limiting.login.failed_attempts':
+    'Failed login attempts (wrong password, unknown user) against one account, which slow down password guessing.',
+  'client_api.rate_limiting.registration': 'Completed registrations from one client address (Synapse\'s `rc_registration`).',
+  'client_api.rate_limiting.registration_token_validity':
+    'Registration-token validity checks from one client address, which slow down token guessing ' +
+    '(Synapse\'s `rc_registration_token_validity`).',
   user_api: 'Accounts and passwords.',
   media_api: 'Media uploads, downloads and thumbnails.',
   sync_api: 'Sync and search.',
@@ -46,7 +69,11 @@ export function findKey(path: string): KeyRecord | undefined {
 }
 
 export function isIgnoredKey(path: string): boolean {
-  return IGNORED_KEYS.some((k) => k.path === path);
+  return ignoredKey(path) !== undefined;
+}
+
+export function ignoredKey(path: string): IgnoredKey | undefined {
+  return IGNORED_KEYS.find((k) => k.path === path);
 }
 
 /** Every section path (a proper prefix of some key path, alias or ignored key). */

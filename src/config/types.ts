@@ -25,6 +25,12 @@ export interface KeyPerspective {
   keys: PerspectiveKey[];
 }
 
+/** One rate limit: a bucket per user (or address, or account) holding `burst_count` actions, draining at `per_second`. */
+export interface RateLimit {
+  per_second: number;
+  burst_count: number;
+}
+
 export interface LogTarget {
   type: 'std' | 'file';
   level: LogLevel;
@@ -82,6 +88,8 @@ export interface HearthConfig {
       enable_outbound: boolean;
     };
     trusted_third_party_id_servers: string[];
+    /** addresses and CIDR ranges as `address/prefix` */
+    trusted_proxies: string[];
   };
   listen: {
     /** null: no plain-HTTP listener */
@@ -99,9 +107,18 @@ export interface HearthConfig {
     registration_requires_token: boolean;
     rate_limiting: {
       enabled: boolean;
-      threshold: number;
-      cooloff_ms: number;
       exempt_user_ids: string[];
+      message: RateLimit;
+      room_creation: RateLimit;
+      joins: RateLimit;
+      invites: RateLimit;
+      login: {
+        address: RateLimit;
+        account: RateLimit;
+        failed_attempts: RateLimit;
+      };
+      registration: RateLimit;
+      registration_token_validity: RateLimit;
     };
   };
   user_api: {

@@ -1,14 +1,15 @@
 // The HTTP application: mounts route definitions under every prefix they answer, reads bodies,
-// adds CORS headers, and gives every failure the spec's error shape.
+// applies rate limits, adds CORS headers, and gives every failure the spec's error shape.
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { parseJsonObjectBody } from './body.js';
+import { ClientAddresses } from './client-address.js';
 import { answerClientError } from './client-error.js';
 import { CORS_HEADERS } from './cors.js';
-import type { RateLimiter } from './rate-limit.js';
+import { type Charge, RateLimitError, type RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
 import { mountPaths } from './prefixes.js';
-import { childLoggerFactory, RequestLogController } from './request-log.js';
+import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
 import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
@@ -20,21 +21,13 @@ export interface HttpAppOptions {
   logger?: boolean | object;
   /** Resolves access tokens; without one, every route that needs a token answers M_UNKNOWN_TOKEN. */
   authenticate?: Authenticator;
-  /** Limits how fast each client may call rate-limited routes; none: no limit. */
+  /** Applies the limits routes name (`RouteDef.rateLimit`); none: no limit. */
   rateLimiter?: RateLimiter;
-}
-
-function isRateLimited(route: RouteDef): boolean {
-  return route.rateLimited ?? (route.api === 'client' && (route.method === 'PUT' || route.method === 'POST'));
-}
-
-/** 429 M_LIMIT_EXCEEDED when the client has used its slots; per user, or per address without a token. */
-function checkRateLimit(limiter: RateLimiter, req: HttpRequest, requester: Requester | undefined): void {
-  if (requester !== undefined && limiter.isExempt(requester.userId)) return;
-  const wait = limiter.take(requester?.userId ?? `ip:${req.remoteAddress}`);
-  if (wait > 0) {
-    throw new HearthError(429, 'M_LIMIT_EXCEEDED', 'Too many requests', { retry_after_ms: wait });
-  }
+  /**
+   * Addresses and CIDR ranges of reverse proxies whose X-Forwarded-For names the client; none:
+   * the header is ignored and the client is the peer.
+   */
+  trustedProxies?: readonly string[];
 }
 
 function routeAuth(route: RouteDef): RouteAuth {
@@ -96,7 +89,7 @@ class IncomingRequest implements HttpRequest {
   requester?: Requester;
   readonly #reply: FastifyReply;
 
-  constructor(route: RouteDef, req: FastifyRequest, reply: FastifyReply) {
+  constructor(route: RouteDef, req: FastifyRequest, reply: FastifyReply, addresses: ClientAddresses) {
     this.#reply = reply;
     this.method = route.method;
     this.params = req.params as Record<string, string>;
@@ -105,7 +98,7 @@ class IncomingRequest implements HttpRequest {
     const token = bearerToken(req);
     this.accessToken = token instanceof HearthError ? undefined : token;
     this.accessTokenError = token instanceof HearthError ? token : undefined;
-    this.remoteAddress = req.ip;
+    this.remoteAddress = addresses.resolve(req.raw.socket?.remoteAddress, req.headers['x-forwarded-for']);
   }
 
   onClientGone(listener: () => void): () => void {
@@ -130,28 +123,64 @@ function readBody(route: RouteDef, req: FastifyRequest): unknown {
   return mode === 'raw' ? req.body : undefined;
 }
 
-function sendError(reply: FastifyReply, err: unknown, log: FastifyInstance['log']): void {
-  const { status, body } = errorReply(err);
-  if (status >= 500) log.error({ err }, 'request failed');
-  void reply.code(status).headers(CORS_HEADERS).send(body);
+const JSON_TYPE = 'application/json';
+
+/**
+ * A JSON reply, typed `application/json` exactly: Fastify would add `; charset=utf-8` to a JSON
+ * type however it is given, except on bytes (JSON is UTF-8 by definition, RFC 8259).
+ */
+function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).header('content-type', JSON_TYPE).send(Buffer.from(JSON.stringify(body)));
 }
+
+/** Whether a handler's body is sent as it is (bytes, text, a stream) rather than as JSON. */
+function isRawBody(body: unknown): boolean {
+  return body === undefined || typeof body === 'string' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown } | null)?.pipe === 'function';
+}
+
+/** Records an error reply's errcode and message for the request's log line. */
+function noteError(req: FastifyRequest, body: unknown, err?: unknown): void {
+  const notes = notesOf(req);
+  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  if (typeof fields['errcode'] === 'string') notes.errcode = fields['errcode'];
+  if (typeof fields['error'] === 'string') notes.error = fields['error'];
+  if (err instanceof RateLimitError) notes.limit = err.limit;
+  if (err !== undefined && !(err instanceof HearthError)) notes.err = err;
+}
+
+function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown): void {
+  const { status, body } = errorReply(err);
+  noteError(req, body, err);
+  // Clients may wait this long before retrying (RFC 9110 Retry-After, in whole seconds).
+  const retryAfterMs = body['retry_after_ms'];
+  if (typeof retryAfterMs === 'number') void reply.header('retry-after', String(Math.ceil(retryAfterMs / 1000)));
+  void sendJson(reply.headers(CORS_HEADERS), status, body);
+}
+
+const UNRECOGNIZED = { errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' } as const;
+const NO_HOST = { errcode: 'M_UNKNOWN', error: 'Missing Host header' } as const;
 
 export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOptions = {}): FastifyInstance {
   const jsonBodyLimit = options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT;
+  const addresses = new ClientAddresses(options.trustedProxies);
+  const limiter = options.rateLimiter;
   const app = Fastify({
     logger: options.logger ?? false,
-    // Each request is logged at debug, not info: a line per request costs as much as a send.
-    logController: new RequestLogController(),
+    // Failures are logged at info and error, successes at debug: a line per request costs as much as a send.
+    logController: new RequestLogController(addresses),
     childLoggerFactory,
     bodyLimit: jsonBodyLimit,
     // Matrix paths carry ids with ':' and '!' and may end with an empty state key.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     // Errors the router meets before any hook runs (a malformed percent-encoding, an overlong
     // parameter) get the spec's error shape and CORS headers too.
-    frameworkErrors: (err, _req, reply) => sendError(reply, err, reply.log),
+    frameworkErrors: (err, req, reply) => sendError(req, reply, err),
     // Requests the HTTP parser rejects (when Fastify's own server listens, as in tests).
-    clientErrorHandler: answerClientError,
+    clientErrorHandler(err, socket) {
+      answerClientError(err, socket, (this as FastifyInstance).log);
+    },
   });
+  allowRequestNotes(app);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -159,8 +188,14 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
     void reply.headers(CORS_HEADERS);
+    // HTTP/1.1 requires Host (RFC 9112 3.2); Node's own check would answer an empty 400.
+    if (req.headers.host === undefined && req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor === 1) {
+      noteError(req, NO_HOST);
+      void sendJson(reply.header('connection', 'close'), 400, NO_HOST);
+      return;
+    }
     if (req.method === 'OPTIONS') {
-      void reply.code(200).send({});
+      void sendJson(reply, 200, {});
       return;
     }
     done();
@@ -177,17 +212,34 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         url,
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
-          const request = new IncomingRequest(route, req, reply);
+          const request = new IncomingRequest(route, req, reply, addresses);
           const requester = await authorize(route, request, options.authenticate);
-          if (options.rateLimiter !== undefined && isRateLimited(route)) {
-            checkRateLimit(options.rateLimiter, request, requester);
+          if (requester !== undefined) {
+            noteUser(req, requester.userId);
+            request.requester = requester;
           }
           refuseNulInParameters(request.params, request.query);
           request.body = readBody(route, req);
-          if (requester !== undefined) request.requester = requester;
-          const res = await route.handler(request);
-          if (res.headers) void reply.headers(res.headers);
-          return reply.code(res.status ?? 200).send(res.body);
+          let charges: readonly Charge[] | undefined;
+          if (limiter !== undefined && route.rateLimit !== undefined) {
+            charges = limiter.charge(route.rateLimit, { requester, address: request.remoteAddress, body: request.body });
+          }
+          let status = 500;
+          try {
+            const res = await route.handler(request);
+            status = res.status ?? 200;
+            if (res.headers) void reply.headers(res.headers);
+            if (status >= 400) noteError(req, res.body);
+            if (isRawBody(res.body) || (res.headers !== undefined && 'content-type' in res.headers)) {
+              return reply.code(status).send(res.body);
+            }
+            return sendJson(reply, status, res.body);
+          } catch (err) {
+            status = errorReply(err).status;
+            throw err;
+          } finally {
+            if (charges !== undefined) limiter!.settle(charges, status);
+          }
         },
       });
     }
@@ -208,14 +260,17 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     app.route({
       method: others,
       url,
-      handler: async (_req, reply) =>
-        reply.code(405).header('allow', allow).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }),
+      handler: async (req, reply) => {
+        noteError(req, UNRECOGNIZED);
+        return sendJson(reply.header('allow', allow), 405, UNRECOGNIZED);
+      },
     });
   }
 
-  app.setNotFoundHandler(async (_req, reply) =>
-    reply.code(404).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }),
-  );
-  app.setErrorHandler((err, _req, reply) => sendError(reply, err, app.log));
+  app.setNotFoundHandler(async (req, reply) => {
+    noteError(req, UNRECOGNIZED);
+    return sendJson(reply, 404, UNRECOGNIZED);
+  });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   return app;
 }

@@ -1,6 +1,8 @@
 // Routes as data. A route names its API and versions once; prefixes.ts derives every URL it answers
 // (`/_chat/...` and `/_matrix/...`, each version alias). Handlers see HttpRequest, never Fastify.
 
+import type { RateLimitName } from './rate-limit.js';
+
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** Which API a route belongs to; decides its URL prefixes. */
@@ -50,6 +52,7 @@ export interface HttpRequest {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** From `Authorization: Bearer` or the `access_token` query parameter. */
   readonly accessToken: string | undefined;
+  /** The client's address: the peer's, or from X-Forwarded-For when the peer is a trusted proxy. */
   readonly remoteAddress: string;
   /** Set for routes whose `auth` is not 'none' (and for 'optional' only when a token was sent). */
   readonly requester?: Requester;
@@ -76,11 +79,8 @@ export interface RouteDef {
   readonly path: string;
   /** Default 'user' for client and media routes, 'admin' for admin routes, else 'none'. */
   readonly auth?: RouteAuth;
-  /**
-   * Whether the app's rate limiter counts this route. Default: client-API writes (PUT and POST)
-   * are counted, reads are not.
-   */
-  readonly rateLimited?: boolean;
+  /** The rate limit this route counts against (see http/rate-limit.ts); default: none. */
+  readonly rateLimit?: RateLimitName;
   /** How the body is read: a JSON object (default for PUT/POST), raw bytes, or not at all. */
   readonly body?: 'json' | 'raw' | 'none';
   /**

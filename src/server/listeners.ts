@@ -1,11 +1,11 @@
 // The sockets the server answers on. Every listener, plain or TLS, hands its requests to the same
 // handler (the HTTP app's router), so client, federation and operator routes are on all of them.
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { formatBindAddress } from '../config/index.js';
-import { answerClientError } from '../http/client-error.js';
+import { answerClientError, type ClientErrorLog } from '../http/client-error.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -26,9 +26,35 @@ export interface BoundListener {
   readonly url: string;
 }
 
+export interface ListenerOptions {
+  /**
+   * Longest time a client may take to send a whole request, head and body; then it is answered
+   * 408 (when no reply has begun) and the connection closed. Default 90 s.
+   */
+  readonly requestTimeoutMs?: number;
+  /** Where requests refused before any route sees them are logged. */
+  readonly log?: ClientErrorLog;
+}
+
 // Longer than the idle timeouts of common proxies and load balancers (60 s), as Fastify's default.
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 const IDLE_SWEEP_MS = 50;
+// Node's default time for the request head. The whole request gets a little longer: a JSON body is
+// at most a few MiB, and a client trickling one byte at a time must not hold a connection for
+// Node's default five minutes.
+const HEADERS_TIMEOUT_MS = 60_000;
+const REQUEST_TIMEOUT_MS = 90_000;
+
+/** Node's server options for a request bound; Node checks for late requests every `interval`. */
+function timeoutOptions(requestTimeoutMs: number): ServerOptions {
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+    connectionsCheckingInterval: Math.max(10, Math.min(5_000, Math.floor(requestTimeoutMs / 4))),
+    // A request without Host is answered by the app, in JSON with CORS headers, not Node's empty 400.
+    requireHostHeader: false,
+  };
+}
 
 function listen(server: Server, spec: ListenerSpec): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
@@ -53,15 +79,19 @@ export class Listeners {
   ) {}
 
   /** Binds every spec, or none: on a failure the ones already bound are closed again. */
-  static async start(handler: RequestHandler, specs: readonly ListenerSpec[]): Promise<Listeners> {
+  static async start(handler: RequestHandler, specs: readonly ListenerSpec[], options: ListenerOptions = {}): Promise<Listeners> {
     const servers: Server[] = [];
     const bound: BoundListener[] = [];
+    const serverOptions = timeoutOptions(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
     try {
       for (const spec of specs) {
-        const server = spec.tls ? createHttpsServer({ cert: spec.tls.cert, key: spec.tls.key }, handler) : createHttpServer(handler);
+        const server = spec.tls
+          ? createHttpsServer({ ...serverOptions, cert: spec.tls.cert, key: spec.tls.key }, handler)
+          : createHttpServer(serverOptions, handler);
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-        // Requests the parser rejects (an overlong URL or headers) get a JSON error, not a bare status.
-        server.on('clientError', answerClientError);
+        // Requests the parser rejects (an overlong URL or headers, a late request) get a JSON
+        // error, not a bare status.
+        server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, options.log));
         servers.push(server);
         const address = await listen(server, spec);
         const tls = spec.tls !== undefined;

@@ -8,6 +8,7 @@ const tmp = new TempDir();
 after(() => tmp.remove());
 
 const MINIMAL = 'global:\n  server_name: example.org\n';
+const RETIRED = 'no longer has an effect: each limit has its own per_second and burst_count under client_api.rate_limiting';
 
 /** The configuration of MINIMAL in `dir`, written out by hand. */
 function expectedDefaults(dir: string): HearthConfig {
@@ -40,6 +41,7 @@ function expectedDefaults(dir: string): HearthConfig {
       metrics: { enabled: false, basic_auth: { username: null, password: null } },
       presence: { enable_inbound: false, enable_outbound: false },
       trusted_third_party_id_servers: [],
+      trusted_proxies: [],
     },
     listen: { http: { host: '0.0.0.0', port: 8008 }, https: null, tls_cert: null, tls_key: null },
     client_api: {
@@ -47,7 +49,21 @@ function expectedDefaults(dir: string): HearthConfig {
       guests_disabled: true,
       registration_shared_secret: null,
       registration_requires_token: false,
-      rate_limiting: { enabled: true, threshold: 5, cooloff_ms: 500, exempt_user_ids: [] },
+      rate_limiting: {
+        enabled: true,
+        exempt_user_ids: [],
+        message: { per_second: 1, burst_count: 100 },
+        room_creation: { per_second: 0.016, burst_count: 10 },
+        joins: { per_second: 0.1, burst_count: 10 },
+        invites: { per_second: 0.3, burst_count: 10 },
+        login: {
+          address: { per_second: 0.05, burst_count: 20 },
+          account: { per_second: 0.003, burst_count: 5 },
+          failed_attempts: { per_second: 0.17, burst_count: 3 },
+        },
+        registration: { per_second: 0.17, burst_count: 3 },
+        registration_token_validity: { per_second: 0.1, burst_count: 5 },
+      },
     },
     user_api: { bcrypt_cost: 10 },
     media_api: {
@@ -130,6 +146,17 @@ describe('bad values name their key path', () => {
     ['user_api:\n  bcrypt_cost: 3\n', 'user_api.bcrypt_cost: must be an integer from 4 to 31, got 3'],
     ['user_api:\n  bcrypt_cost: 32\n', 'user_api.bcrypt_cost: must be an integer from 4 to 31, got 32'],
     ['client_api:\n  rate_limiting:\n    exempt_user_ids: [bob]\n', 'client_api.rate_limiting.exempt_user_ids[0]: must be a user ID @localpart:server_name, got "bob"'],
+    ['client_api:\n  rate_limiting:\n    message:\n      per_second: 0\n', 'client_api.rate_limiting.message.per_second: must be a number above 0, got 0'],
+    ['client_api:\n  rate_limiting:\n    message:\n      per_second: fast\n', 'client_api.rate_limiting.message.per_second: must be a number above 0, got "fast"'],
+    ['client_api:\n  rate_limiting:\n    login:\n      failed_attempts:\n        burst_count: 2.5\n', 'client_api.rate_limiting.login.failed_attempts.burst_count: must be a positive integer, got 2.5'],
+    ['client_api:\n  rate_limiting:\n    login: 5\n', 'client_api.rate_limiting.login: must be a mapping, got 5'],
+    ['  trusted_proxies: 10.0.0.1\n', 'global.trusted_proxies: must be a list, got "10.0.0.1"'],
+    ['  trusted_proxies: [10.0.0.0/33]\n', 'global.trusted_proxies[0]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got "10.0.0.0/33"'],
+    ['  trusted_proxies: [proxy.example.org]\n', 'global.trusted_proxies[0]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got "proxy.example.org"'],
+    ['  trusted_proxies: ["::1", "fd00::/129"]\n', 'global.trusted_proxies[1]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got "fd00::/129"'],
+    ['  trusted_proxies: ["fe80::1%eth0"]\n', 'global.trusted_proxies[0]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got "fe80::1%eth0"'],
+    ['  trusted_proxies: ["10.0.0.0/"]\n', 'global.trusted_proxies[0]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got "10.0.0.0/"'],
+    ['  trusted_proxies: [8]\n', 'global.trusted_proxies[0]: must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got 8'],
     ['media_api:\n  max_file_size_bytes: -1\n', 'media_api.max_file_size_bytes: must be a size such as "512mb", "1gb" or a number of bytes, got -1'],
     ['media_api:\n  thumbnail_sizes:\n    - {width: 32, height: 32, method: crop}\n    - {width: 96, height: 96, method: stretch}\n', 'media_api.thumbnail_sizes[1].method: must be one of crop, scale, got "stretch"'],
     ['media_api:\n  thumbnail_sizes:\n    - {height: 32, method: crop}\n', 'media_api.thumbnail_sizes[0].width: is required'],
@@ -322,7 +349,10 @@ logging:
 `;
     const file = tmp.write('dendrite/dendrite.yaml', text);
     const dir = join(tmp.path, 'dendrite');
-    const { config, warnings } = loadConfig(file, {});
+    const loaded = loadConfig(file, {});
+    const { config } = loaded;
+    const retired = loaded.warnings.filter((w) => w.path.startsWith('client_api.rate_limiting.'));
+    const warnings = loaded.warnings.filter((w) => !retired.includes(w));
     assert.deepEqual(warnings.map((w) => w.path).sort(), [
       'client_api.turn',
       'global.dns_cache',
@@ -335,13 +365,18 @@ logging:
       'tracing',
     ]);
     for (const w of warnings) assert.equal(w.message, 'unknown key, ignored');
+    // Dendrite's single request limit loads, with a warning that it no longer does anything.
+    assert.deepEqual(retired, [
+      { path: 'client_api.rate_limiting.threshold', message: RETIRED },
+      { path: 'client_api.rate_limiting.cooloff_ms', message: RETIRED },
+    ]);
+    assert.equal(config.client_api.rate_limiting.enabled, true);
     assert.equal(config.global.private_key, join(dir, 'matrix_key.pem'));
     assert.equal(config.global.database.connection_string, 'postgresql://dendrite:pw@localhost/dendrite?sslmode=disable');
     assert.deepEqual(config.global.trusted_third_party_id_servers, ['matrix.org', 'vector.im']);
     assert.deepEqual(config.global.jetstream.addresses, []);
     assert.equal(config.global.jetstream.storage_path, dir);
     assert.equal(config.global.jetstream.topic_prefix, 'Dendrite');
-    assert.equal(config.client_api.rate_limiting.threshold, 20);
     assert.deepEqual(config.client_api.rate_limiting.exempt_user_ids, []);
     assert.equal(config.media_api.base_path, join(dir, 'media_store'));
     assert.equal(config.media_api.max_file_size_bytes, 10_485_760);
@@ -350,6 +385,37 @@ logging:
     assert.deepEqual(config.logging, [
       { type: 'std', level: 'info', path: null },
       { type: 'file', level: 'info', path: join(dir, 'logs') },
+    ]);
+  });
+});
+
+describe('rate limits and trusted proxies', () => {
+  test('a limit set in part keeps the defaults of the rest; rates may be fractions', () => {
+    const text = MINIMAL + 'client_api:\n  rate_limiting:\n    message: {per_second: 0.5}\n    login:\n      address: {burst_count: 50}\n';
+    const { config, warnings } = parseConfig(text, { baseDir: tmp.path });
+    assert.deepEqual(warnings, []);
+    const defaults = expectedDefaults(tmp.path).client_api.rate_limiting;
+    assert.deepEqual(config.client_api.rate_limiting, {
+      ...defaults,
+      message: { per_second: 0.5, burst_count: defaults.message.burst_count },
+      login: { ...defaults.login, address: { per_second: defaults.login.address.per_second, burst_count: 50 } },
+    });
+  });
+
+  test('proxies load as address/prefix, v4 and v6, bare addresses as single hosts', () => {
+    const text = MINIMAL + '  trusted_proxies: [127.0.0.1, 10.0.0.0/8, "::1", "fd00::/8", "::ffff:192.0.2.0/120", 0.0.0.0/0]\n';
+    const { config } = parseConfig(text, { baseDir: tmp.path });
+    assert.deepEqual(config.global.trusted_proxies, ['127.0.0.1/32', '10.0.0.0/8', '::1/128', 'fd00::/8', '::ffff:192.0.2.0/120', '0.0.0.0/0']);
+  });
+
+  test('the retired keys warn from the environment too, and a bad one is no error', () => {
+    const { warnings } = parseConfig(MINIMAL + 'client_api:\n  rate_limiting:\n    threshold: many\n', {
+      baseDir: tmp.path,
+      env: { HEARTH_CLIENT_API__RATE_LIMITING__COOLOFF_MS: '500' },
+    });
+    assert.deepEqual(warnings, [
+      { path: 'client_api.rate_limiting.threshold', message: RETIRED },
+      { path: 'HEARTH_CLIENT_API__RATE_LIMITING__COOLOFF_MS', message: RETIRED },
     ]);
   });
 });

@@ -1,5 +1,6 @@
 // Requests at the HTTP edge against a real server: heads too large for Node's parser, malformed
-// requests, 405 with Allow, and an access token given two ways at once.
+// requests, a request without Host, 405 with Allow, an access token given two ways at once, and
+// the content type of every JSON reply.
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,7 +40,7 @@ function rawRequest(baseUrl: string, request: string, chunkSize = 4096): Promise
 
 function assertJsonError(reply: RawReply, status: number, errcode: string, what: string): void {
   assert.equal(reply.status, status, `${what}: ${reply.status} ${reply.body}`);
-  assert.match(reply.headers['content-type'] ?? '', /^application\/json/, what);
+  assert.equal(reply.headers['content-type'], 'application/json', what);
   assert.equal(reply.headers['access-control-allow-origin'], '*', what);
   assert.equal(Number(reply.headers['content-length']), Buffer.byteLength(reply.body), what);
   const body = JSON.parse(reply.body) as { errcode?: unknown; error?: unknown };
@@ -78,6 +79,42 @@ for (const { backend, skip } of await serverBackends()) {
     test('a request the parser cannot read: 400 M_UNKNOWN as JSON', async () => {
       assertJsonError(await rawRequest(hs.baseUrl, 'NOT A REQUEST\r\n\r\n'), 400, 'M_UNKNOWN', 'garbage');
       assertJsonError(await rawRequest(hs.baseUrl, 'GET / HTTP/1.1\r\nBad Header\r\n\r\n'), 400, 'M_UNKNOWN', 'bad header');
+    });
+
+    test('an HTTP/1.1 request without Host: 400 as JSON with CORS headers, and the connection closed', async () => {
+      for (const path of ['/_matrix/client/versions', '/_matrix/client/v3/nowhere', '/health']) {
+        // rawRequest resolves only once the server closes the connection.
+        const reply = await rawRequest(hs.baseUrl, `GET ${path} HTTP/1.1\r\n\r\n`);
+        assertJsonError(reply, 400, 'M_UNKNOWN', `${path} without Host`);
+        assert.match(JSON.parse(reply.body).error, /Host/);
+        assert.equal(reply.headers['connection'], 'close');
+      }
+      // HTTP/1.0 has no such rule.
+      const old = await rawRequest(hs.baseUrl, 'GET /_matrix/client/versions HTTP/1.0\r\n\r\n');
+      assert.equal(old.status, 200, old.body);
+      assert.ok(Array.isArray(JSON.parse(old.body).versions));
+    });
+
+    test('every JSON reply is typed application/json, without a charset', async () => {
+      const auth = { authorization: `Bearer ${token}` };
+      const cases: [string, RequestInit, number][] = [
+        ['/_matrix/client/versions', {}, 200],
+        ['/_matrix/client/v3/account/whoami', { headers: auth }, 200],
+        ['/_matrix/client/v3/account/whoami', {}, 401],
+        ['/_matrix/client/v3/account/whoami', { method: 'HEAD', headers: auth }, 200],
+        ['/_matrix/client/v3/nowhere', {}, 404],
+        ['/_matrix/client/v3/createRoom', { headers: auth }, 405],
+        ['/_matrix/client/v3/createRoom', { method: 'POST', headers: auth, body: '{not json' }, 400],
+        ['/_matrix/client/v3/createRoom', { method: 'OPTIONS' }, 200],
+        ['/_matrix/client/v3/rooms/%ZZ/state', { headers: auth }, 400],
+        ['/.well-known/matrix/client', {}, 404],
+      ];
+      for (const [path, init, status] of cases) {
+        const res = await fetch(hs.baseUrl + path, init);
+        assert.equal(res.status, status, `${init.method ?? 'GET'} ${path}`);
+        assert.equal(res.headers.get('content-type'), 'application/json', `${init.method ?? 'GET'} ${path}`);
+        if (init.method !== 'HEAD') JSON.parse(await res.text());
+      }
     });
 
     test('the server still answers normally afterwards', async () => {

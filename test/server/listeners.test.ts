@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Listeners } from '../../src/server/listeners.js';
@@ -106,5 +107,83 @@ describe('Listeners.close', () => {
     const took = Date.now() - started;
     assert.ok(took >= 150 && took < 2000, `${took} ms`);
     await assert.rejects(inFlight);
+  });
+});
+
+describe('a request that arrives too slowly', () => {
+  let hs: TestServer;
+  let listeners: Listeners;
+  const logged: Record<string, unknown>[] = [];
+  before(async () => {
+    hs = await startTestServer();
+    // The test server's app on a listener of its own, whose bound on receiving a request is short.
+    listeners = await Listeners.start(hs.server.app.routing, [{ host: '127.0.0.1', port: 0 }], {
+      requestTimeoutMs: 400,
+      log: { info: (fields) => void logged.push(fields as Record<string, unknown>) },
+    });
+  });
+  after(async () => {
+    await listeners?.close(0);
+    await hs?.close();
+  });
+
+  /** Writes `head`, then one byte of body every 100 ms until the server closes the connection. */
+  function trickle(head: string, bytes: string): Promise<{ text: string; writes: number }> {
+    const { port } = listeners.bound[0]!;
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      let writes = 0;
+      let timer: NodeJS.Timeout | undefined;
+      socket.on('data', (d) => (text += d.toString('utf8')));
+      socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? undefined : reject(err)));
+      socket.on('close', () => {
+        clearInterval(timer);
+        resolve({ text, writes });
+      });
+      socket.on('connect', () => {
+        socket.write(head);
+        timer = setInterval(() => {
+          if (socket.destroyed || socket.writableEnded) return;
+          socket.write(bytes[writes % bytes.length]!);
+          writes++;
+          // A server that never cuts the connection fails the test instead of hanging it.
+          if (writes > 300) socket.destroy(new Error('the server kept a trickling request open'));
+        }, 100);
+      });
+    });
+  }
+
+  function assertJson408(text: string): void {
+    const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+    assert.match(head, /^HTTP\/1\.1 408 /, text);
+    assert.match(head, /\r\ncontent-type: application\/json\r\n/i);
+    assert.match(head, /\r\naccess-control-allow-origin: \*\r\n/i);
+    assert.match(head, /\r\nconnection: close\r\n/i);
+    assert.deepEqual(JSON.parse(body), { errcode: 'M_UNKNOWN', error: 'Request not received in time' });
+  }
+
+  test('a body trickled a byte at a time gets a JSON 408 and the connection is closed', async () => {
+    const user = await hs.registerUser('slow', 'slow-pw');
+    const head =
+      `PUT /_matrix/client/v3/user/${encodeURIComponent(user.userId)}/account_data/org.example.slow HTTP/1.1\r\n` +
+      `Host: localhost\r\nAuthorization: Bearer ${user.accessToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
+    const { text, writes } = await trickle(head, '{"a":"bbbbbbbbbbbbbbbbbbbbbb');
+    assertJson408(text);
+    assert.ok(writes < 300, `${writes} bytes written before the cut`);
+    assert.ok(logged.some((l) => l['statusCode'] === 408 && l['method'] === 'PUT'), JSON.stringify(logged));
+    // Nothing of the half-sent body was stored.
+    const res = await fetch(`${hs.baseUrl}/_matrix/client/v3/user/${encodeURIComponent(user.userId)}/account_data/org.example.slow`, { headers: hs.auth(user) });
+    assert.equal(res.status, 404);
+  });
+
+  test('headers trickled a byte at a time get the same answer', async () => {
+    const { text } = await trickle('GET /_matrix/client/versions HTTP/1.1\r\nHost: localhost\r\n', 'X-Slow: aaaa\r\n');
+    assertJson408(text);
+  });
+
+  test('the listener still serves requests sent in time', async () => {
+    const res = await fetch(`${listeners.bound[0]!.url}/_matrix/client/versions`);
+    assert.equal(res.status, 200);
   });
 });

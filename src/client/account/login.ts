@@ -21,6 +21,7 @@ export function loginRoutes(deps: { accounts: AccountService }): RouteDef[] {
       versions: ['r0', 'v3'],
       path: '/login',
       auth: 'none',
+      rateLimit: 'login',
       handler: async (req) => {
         const body = jsonBody(req);
         const r = await accounts.login({

@@ -59,6 +59,7 @@ export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
       versions: ['r0', 'v3'],
       path: '/register',
       auth: 'none',
+      rateLimit: 'registration',
       handler: (req) =>
         withUia(async () => {
           const kind = registerKind(req);
@@ -106,6 +107,7 @@ export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
         versions: ['v1'],
         path: '/register/m.login.registration_token/validity',
         auth: 'none',
+        rateLimit: 'registration_token_validity',
         body: 'none',
         handler: async (req) => ({ body: { valid: await accounts.registrationTokenValid(requiredQueryParam(req, 'token')) } }),
       }),

@@ -31,8 +31,6 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
       versions: VERSIONS,
       path: '/keys/query',
       auth: 'guest',
-      // A read, however many users it names.
-      rateLimited: false,
       handler: async (req) => {
         requesterOf(req);
         return { body: await deviceKeys.query(body(req)) };

@@ -63,6 +63,7 @@ export function createRoomRoutes(deps: { rooms: RoomService }): RouteDef[] {
       api: 'client',
       versions: ['r0', 'v3'],
       path: '/createRoom',
+      rateLimit: 'room_creation',
       handler: async (req) => {
         const b = body(req);
         const visibility = optionalString(b, 'visibility');

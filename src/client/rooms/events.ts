@@ -40,7 +40,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
     api: 'client',
     versions: VERSIONS,
     path,
-    ...(method === 'GET' ? { auth: 'guest' as const } : {}),
+    ...(method === 'GET' ? { auth: 'guest' as const } : { rateLimit: 'message' as const }),
     handler: (req) => (method === 'GET' ? getState(req, key(req)) : putState(req, key(req))),
   });
   return [
@@ -50,6 +50,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/rooms/:roomId/send/:eventType/:txnId',
       auth: 'guest',
+      rateLimit: 'message',
       // The content is kept only as the event's JSON: a message's text may hold NUL.
       allowNulInBodyStrings: true,
       handler: async (req) => {
@@ -62,6 +63,7 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       api: 'client',
       versions: VERSIONS,
       path: '/rooms/:roomId/redact/:eventId/:txnId',
+      rateLimit: 'message',
       allowNulInBodyStrings: true,
       handler: async (req) => {
         const reason = optionalString(body(req), 'reason');

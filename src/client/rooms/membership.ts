@@ -48,6 +48,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/join/:roomIdOrAlias',
       auth: 'guest',
+      rateLimit: 'joins',
       // server_name / via name servers to join through: unused until federation exists.
       handler: async (req) => {
         const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), joinOptions(req));
@@ -60,6 +61,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/rooms/:roomId/join',
       auth: 'guest',
+      rateLimit: 'joins',
       handler: async (req) => {
         const { roomId } = await rooms.join(requester(req), param(req, 'roomId'), joinOptions(req));
         return { body: { room_id: roomId } };
@@ -101,6 +103,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       api: 'client',
       versions: VERSIONS,
       path: '/rooms/:roomId/invite',
+      rateLimit: 'invites',
       handler: async (req) => {
         const b = body(req);
         const isDirect = optionalBoolean(b, 'is_direct');
