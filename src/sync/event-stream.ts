@@ -20,6 +20,7 @@ import type { Schema } from '../storage/schema.js';
 import type { AccountDataChanges } from '../users/account-data.js';
 import type { PresenceEvent, PresenceState } from '../users/presence.js';
 import { HistoryRecall } from './history-recall.js';
+import { previousMembership } from './room-plans.js';
 import type { Notifier } from './notifier.js';
 import { SharedReads } from './shared-reads.js';
 import { atLeast, clamp, MAX_SYNC_TIMEOUT_MS } from './sync-service.js';
@@ -208,26 +209,35 @@ export class EventStreamService {
   }
 
   /**
-   * The events in (after, upTo] of the scope's rooms and the member events about the user, oldest
-   * first, at most `limit`; `end` is the last one's position when more are left, else `upTo`.
+   * The events in (after, upTo] of the scope's rooms, and of rooms the user joined or left in that
+   * range, with the member events about the user, oldest first, at most `limit`; `end` is the last
+   * one's position when more are left, else `upTo`.
    */
   private async roomEvents(userId: string, scope: Scope, after: number, upTo: number, limit: number): Promise<{ events: StoredEvent[]; end: number }> {
     const aboutUser = (roomNid: number, type: string, stateKey: string | undefined) =>
       type === MEMBER && stateKey === userId && (scope.onlyRoomNid === undefined || roomNid === scope.onlyRoomNid);
+    // A room the user was in for part of the range counts too (its events are checked one by one).
+    const rooms = new Set(scope.roomNids);
+    const addRoomsOf = (own: Iterable<StoredEvent>) => {
+      for (const e of own) if (memberEventMembership(e) === 'join' || previousMembership(e) === 'join') rooms.add(e.roomNid);
+    };
     // The range a woken request covers is, nearly always, in memory (the room reader's recent stretch).
     const window = await this.shared.window(after, upTo);
     let events: StoredEvent[];
     let more: boolean;
     if (window !== undefined) {
-      const picked = window.filter((e) => scope.roomNids.has(e.roomNid) || aboutUser(e.roomNid, e.type, e.stateKey));
+      const ownNids = window.filter((e) => aboutUser(e.roomNid, e.type, e.stateKey)).map((e) => e.eventNid);
+      if (ownNids.length > 0) addRoomsOf((await this.shared.events(ownNids)).values());
+      const picked = window.filter((e) => rooms.has(e.roomNid) || aboutUser(e.roomNid, e.type, e.stateKey));
       more = picked.length > limit;
       const taken = picked.slice(0, limit);
       const loaded = await this.shared.events(taken.map((e) => e.eventNid));
       events = taken.map((e) => loaded.get(e.eventNid)).filter((e): e is StoredEvent => e !== undefined);
     } else {
       const range = { after, upTo };
-      const inRooms = scope.roomNids.size === 0 ? [] : await this.deps.rooms.eventsOfRooms([...scope.roomNids], range, 'asc', limit + 1);
       const own = (await this.deps.rooms.membershipChanges(userId, range)).filter((e) => aboutUser(e.roomNid, e.type, e.stateKey));
+      addRoomsOf(own);
+      const inRooms = rooms.size === 0 ? [] : await this.deps.rooms.eventsOfRooms([...rooms], range, 'asc', limit + 1);
       const byNid = new Map<number, StoredEvent>();
       for (const e of [...inRooms, ...own]) byNid.set(e.nid, e);
       const merged = [...byNid.values()].sort((a, b) => a.streamOrdering - b.streamOrdering);

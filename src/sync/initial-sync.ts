@@ -22,6 +22,7 @@ import type { PresenceEvent } from '../users/presence.js';
 import { presenceEvent } from './event-stream.js';
 import type { Notifier } from './notifier.js';
 import type { SyncPass } from './pass.js';
+import { previousMembership } from './room-plans.js';
 import { SharedReads } from './shared-reads.js';
 import { loadTimelines, statesAtEnd, type TimelineRequest } from './timeline.js';
 import { encodeSyncToken, type StreamName } from './token.js';
@@ -63,11 +64,9 @@ interface RoomContent {
   readonly state: JsonObject[];
 }
 
-/** The membership a member event's predecessor set, from its prev_content. */
-function previousMembership(e: StoredEvent | undefined): string | undefined {
-  const prev = e?.unsigned?.['prev_content'];
-  const m = isJsonObject(prev) ? prev['membership'] : undefined;
-  return typeof m === 'string' ? m : undefined;
+/** Whether the member event ended a join (else the user never was in: no state for them). */
+function endedJoin(e: StoredEvent | undefined): boolean {
+  return e !== undefined && previousMembership(e) === 'join';
 }
 
 export class LegacyInitialSync {
@@ -102,7 +101,7 @@ export class LegacyInitialSync {
         membership: r.membership,
         end: joined ? upTo.events : position,
         visibleFrom: joined ? position : undefined,
-        stateless: !joined && previousMembership(memberEvents.get(Number(r.event_nid))) !== 'join',
+        stateless: !joined && !endedJoin(memberEvents.get(Number(r.event_nid))),
       });
     }
     const contents = await this.contents(user, plans, upTo, options.limit, ignored);
@@ -165,7 +164,7 @@ export class LegacyInitialSync {
       plan = { roomId, roomNid: info.nid, membership, end: upTo.events, visibleFrom: position, stateless: false };
     } else if (membership === 'leave' || membership === 'ban') {
       const leave = (await reader.eventsByNids([Number(m!.event_nid)])).get(Number(m!.event_nid));
-      plan = { roomId, roomNid: info.nid, membership, end: position, visibleFrom: undefined, stateless: previousMembership(leave) !== 'join' };
+      plan = { roomId, roomNid: info.nid, membership, end: position, visibleFrom: undefined, stateless: !endedJoin(leave) };
     } else if (row.history_visibility === 'world_readable') {
       plan = { roomId, roomNid: info.nid, membership: undefined, end: upTo.events, visibleFrom: undefined, stateless: false };
     } else {
