@@ -48,6 +48,8 @@ export interface EventStreamDeps {
   readonly roomEvent: (actor: Actor, roomId: string, eventId: string) => Promise<ClientEvent>;
   readonly now?: () => number;
   readonly maxTimeoutMs?: number;
+  /** Events-stream ranges up to this long are read whole and picked from (default 1000). */
+  readonly windowMaxEvents?: number;
 }
 
 export interface EventStreamRequest {
@@ -90,7 +92,7 @@ export class EventStreamService {
   constructor(private readonly deps: EventStreamDeps) {
     this.now = deps.now ?? Date.now;
     this.maxTimeoutMs = deps.maxTimeoutMs ?? MAX_SYNC_TIMEOUT_MS;
-    this.shared = new SharedReads(deps.db, deps.rooms);
+    this.shared = new SharedReads(deps.db, deps.rooms, deps.windowMaxEvents);
   }
 
   async stream(req: EventStreamRequest): Promise<EventStreamAnswer> {
