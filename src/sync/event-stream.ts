@@ -20,6 +20,7 @@ import type { Schema } from '../storage/schema.js';
 import type { AccountDataChanges } from '../users/account-data.js';
 import type { PresenceEvent, PresenceState } from '../users/presence.js';
 import { HistoryRecall } from './history-recall.js';
+import { IgnoredUsers } from './ignored-users.js';
 import { previousMembership } from './room-plans.js';
 import type { Notifier } from './notifier.js';
 import { SharedReads } from './shared-reads.js';
@@ -85,6 +86,7 @@ export class EventStreamService {
   private readonly now: () => number;
   private readonly maxTimeoutMs: number;
   private readonly shared: SharedReads;
+  private readonly ignored: IgnoredUsers;
   /** Long-polls waiting now, ended at once when the server stops. */
   private readonly waits = new Set<() => void>();
   private stopped = false;
@@ -93,6 +95,7 @@ export class EventStreamService {
     this.now = deps.now ?? Date.now;
     this.maxTimeoutMs = deps.maxTimeoutMs ?? MAX_SYNC_TIMEOUT_MS;
     this.shared = new SharedReads(deps.db, deps.rooms, deps.windowMaxEvents);
+    this.ignored = new IgnoredUsers((userId) => deps.accountData.ignoredUsers(userId));
   }
 
   async stream(req: EventStreamRequest): Promise<EventStreamAnswer> {
@@ -172,8 +175,10 @@ export class EventStreamService {
   ): Promise<{ chunk: JsonObject[]; end: Record<StreamName, number> }> {
     const { userId } = req;
     const chunk: JsonObject[] = [];
-    let ignored: Promise<Set<string>> | undefined;
-    const ignoredUsers = () => (ignored ??= this.deps.accountData.ignoredUsers(userId));
+    // Account data first: it may hold a new ignore list, which the rest is read through.
+    const changes = since.account_data < upTo.account_data ? await this.deps.accountData.accountDataSince(userId, since.account_data) : undefined;
+    let ignored: Promise<ReadonlySet<string>> | undefined;
+    const ignoredUsers = () => (ignored ??= this.ignored.of(userId, since.account_data, upTo.account_data, changes));
     // What /events does not deliver stays where the client's token had it, for a later /sync.
     const end: Record<StreamName, number> = { ...upTo, to_device: from.to_device, device_lists: from.device_lists };
     const joins: StoredEvent[] = [];
@@ -200,8 +205,7 @@ export class EventStreamService {
         for (const content of contents) chunk.push({ type: 'm.receipt', room_id: roomId, content: content as JsonObject });
       }
     }
-    if (since.account_data < upTo.account_data) {
-      const changes = await this.deps.accountData.accountDataSince(userId, since.account_data);
+    if (changes !== undefined) {
       for (const e of changes.global) chunk.push({ type: e.type, content: e.content });
       for (const [roomId, events] of changes.rooms) for (const e of events) chunk.push({ type: e.type, content: e.content, room_id: roomId });
     }
@@ -251,7 +255,7 @@ export class EventStreamService {
   }
 
   /** The events the user may see (history visibility), without ignored users' messages. */
-  private async visible(userId: string, scope: Scope, events: readonly StoredEvent[], ignoredUsers: () => Promise<Set<string>>): Promise<StoredEvent[]> {
+  private async visible(userId: string, scope: Scope, events: readonly StoredEvent[], ignoredUsers: () => Promise<ReadonlySet<string>>): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     // Where the user's membership changed in this range, the join position read before says nothing.
     const changed = new Set<number>();
@@ -265,7 +269,7 @@ export class EventStreamService {
     const history = new HistoryRecall(this.deps.db, userId);
     await history.prefetch(events.filter(needsCheck).map((e) => e.roomNid));
     const needIgnored = events.some((e) => e.stateKey === undefined && e.sender !== userId);
-    const ignoring = needIgnored ? await ignoredUsers() : new Set<string>();
+    const ignoring: ReadonlySet<string> = needIgnored ? await ignoredUsers() : new Set<string>();
     const out: StoredEvent[] = [];
     for (const e of events) {
       if (needsCheck(e) && !(await history.canSee(e.roomNid, e))) continue;

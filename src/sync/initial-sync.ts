@@ -27,6 +27,9 @@ import { SharedReads } from './shared-reads.js';
 import { loadTimelines, statesAtEnd, type TimelineRequest } from './timeline.js';
 import { encodeSyncToken, type StreamName } from './token.js';
 
+/** Rooms read and formatted together. */
+const ROOMS_PER_BATCH = 50;
+
 export interface InitialSyncDeps {
   readonly db: Kysely<Schema>;
   readonly notifier: Notifier;
@@ -194,7 +197,7 @@ export class LegacyInitialSync {
     return { ...positions, typing: Math.max(positions.typing, this.deps.typing.currentPosition()) };
   }
 
-  /** Messages and state of each room, read for all of them together. */
+  /** Messages and state of each room, read in batches of rooms. */
   private async contents(
     user: InitialSyncUser,
     plans: readonly RoomPlan[],
@@ -203,7 +206,21 @@ export class LegacyInitialSync {
     ignored: ReadonlySet<string>,
   ): Promise<Map<string, RoomContent>> {
     const out = new Map<string, RoomContent>();
-    if (plans.length === 0) return out;
+    // What one batch reads is garbage before the next starts, as in an initial sync.
+    for (let i = 0; i < plans.length; i += ROOMS_PER_BATCH) {
+      await this.contentsOf(user, plans.slice(i, i + ROOMS_PER_BATCH), upTo, limit, ignored, out);
+    }
+    return out;
+  }
+
+  private async contentsOf(
+    user: InitialSyncUser,
+    plans: readonly RoomPlan[],
+    upTo: Record<StreamName, number>,
+    limit: number,
+    ignored: ReadonlySet<string>,
+    out: Map<string, RoomContent>,
+  ): Promise<void> {
     const { db, rooms: reader } = this.deps;
     const pass: SyncPass = {
       userId: user.userId,
@@ -249,7 +266,6 @@ export class LegacyInitialSync {
         state: (await reader.clientEvents(state, options)) as unknown as JsonObject[],
       });
     }
-    return out;
   }
 
   /** Presence of the room's joined members (from its state) that the user may see. */

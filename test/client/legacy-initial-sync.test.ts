@@ -97,6 +97,19 @@ for (const { backend, skip } of await serverBackends()) {
       });
     });
 
+    test('a user in more rooms than are read at once gets every one, each whole', async () => {
+      const many = await user('many');
+      const actor = { userId: many.userId, deviceId: many.user.deviceId };
+      const created: string[] = [];
+      for (let i = 0; i < 55; i++) created.push((await hs.server.services.rooms.createRoom(actor, { name: `room ${i}` })).roomId);
+      const snapshot = await many.ok('GET', '/initialSync?limit=1');
+      assert.deepEqual(snapshot.rooms.map((r: any) => r.room_id).sort(), [...created].sort());
+      for (const room of snapshot.rooms) {
+        assert.equal(room.messages.chunk.length, 1);
+        assert.equal(room.state.find((e: any) => e.type === 'm.room.name').content.name, `room ${created.indexOf(room.room_id)}`);
+      }
+    });
+
     describe('GET /rooms/{roomId}/initialSync', () => {
       test('a member gets the room now; a former member the room as they left it', async () => {
         const alice = await user('alice');
