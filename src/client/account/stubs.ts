@@ -1,7 +1,7 @@
 // Endpoints clients (Element, matrix-js-sdk) call at start-up for features this server does not
 // offer: third-party identifiers and protocols, TURN, the notifications list and server-side key
-// backup. Each answers as Synapse does when the feature is not configured, so
-// clients carry on rather than report an error.
+// backup. Each answers as Synapse does when the feature is not configured, so clients carry on
+// rather than report an error.
 
 import type { HttpResponse, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
