@@ -15,7 +15,8 @@ const LAST_SEEN_INTERVAL_MS = 60_000;
 const MAX_USER_AGENT_LENGTH = 512;
 
 function userAgentOf(req: HttpRequest): string | null {
-  const ua = req.headers['user-agent'];
+  // Callers outside the HTTP layer (the command line, tests) may pass a request without headers.
+  const ua = req.headers?.['user-agent'];
   const value = Array.isArray(ua) ? ua[0] : ua;
   return value === undefined || value === '' ? null : value.slice(0, MAX_USER_AGENT_LENGTH);
 }
