@@ -42,6 +42,18 @@ import { TypingService } from './users/typing.js';
 import { UserDirectoryService } from './users/user-directory.js';
 import { DeviceKeyService } from './users/device-keys.js';
 import { keyRoutes } from './client/keys/index.js';
+import { openIdRoutes } from './client/account/openid.js';
+import { pusherRoutes } from './client/account/pushers.js';
+import { whoisRoutes } from './client/admin/whois.js';
+import { legacyRoutes } from './client/legacy/index.js';
+import { mediaConfigRoutes } from './client/media/config.js';
+import { openIdUserInfoRoutes } from './federation/openid.js';
+import { RoomUpgrades } from './rooms/upgrade.js';
+import { EventStreamService } from './sync/event-stream.js';
+import { LegacyInitialSync } from './sync/initial-sync.js';
+import { OpenIdService } from './users/openid.js';
+import { PusherService } from './users/pushers.js';
+import { WhoisService } from './users/whois.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -211,6 +223,9 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   });
   presence.start();
   const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence, deviceKeys, deviceLists });
+  const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
+  const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
+  const openId = new OpenIdService({ db, serverName });
 
   const parts: ServerPart[] = [
     {
@@ -241,6 +256,15 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
     { name: 'keys', routes: keyRoutes({ deviceKeys, deviceLists }) },
+    {
+      name: 'legacy',
+      routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService, upgrades: new RoomUpgrades(roomService.reader) }),
+      stopping: () => eventStream.stopping(),
+    },
+    { name: 'pushers', routes: pusherRoutes({ pushers: new PusherService({ db }) }) },
+    { name: 'openid', routes: [...openIdRoutes({ openId }), ...openIdUserInfoRoutes({ openId })] },
+    { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
+    { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
   ];
   return {
     parts,

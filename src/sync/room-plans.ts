@@ -70,7 +70,7 @@ export interface MembershipAt {
 }
 
 /** The membership a member event's predecessor set (prev_content), or undefined when it had none. */
-function previousMembership(e: StoredEvent): string | undefined {
+export function previousMembership(e: StoredEvent): string | undefined {
   const prev = e.unsigned?.['prev_content'];
   const m = isJsonObject(prev) ? prev['membership'] : undefined;
   return typeof m === 'string' ? m : undefined;

@@ -209,12 +209,14 @@ export class SyncService {
   }
 }
 
-function clamp(since: Record<StreamName, number>, current: StreamPositions): Record<StreamName, number> {
+/** A token's positions held to the server's current ones (a token from ahead of them). */
+export function clamp(since: Record<StreamName, number>, current: StreamPositions): Record<StreamName, number> {
   for (const s of TOKEN_STREAMS) since[s] = Math.min(since[s], current[s]);
   return since;
 }
 
-function atLeast(current: Record<StreamName, number>, since: StreamPositions): Record<StreamName, number> {
+/** The current positions, none behind the token's. */
+export function atLeast(current: Record<StreamName, number>, since: StreamPositions): Record<StreamName, number> {
   for (const s of TOKEN_STREAMS) current[s] = Math.max(current[s], since[s]);
   return current;
 }

@@ -1,6 +1,6 @@
 // Access tokens to requesters. The hot path is a cache hit: one SHA-256 and one Map lookup.
-// A miss reads the token with its user's flags in one query. Devices' last-seen time and address
-// are written at most once a minute per token, without holding up the request.
+// A miss reads the token with its user's flags in one query. Devices' last-seen time, address and
+// user agent are written at most once a minute per token, without holding up the request.
 
 import type { Kysely } from 'kysely';
 import type { Authenticator, HttpRequest, Requester } from '../http/route.js';
@@ -11,6 +11,15 @@ import { touchDevice } from '../storage/accounts/devices.js';
 import { hashAccessToken, newAccessToken, TokenCache, type TokenCacheOptions } from './tokens.js';
 
 const LAST_SEEN_INTERVAL_MS = 60_000;
+/** User agents are kept to this many characters: enough to tell clients apart, never a large row. */
+const MAX_USER_AGENT_LENGTH = 512;
+
+function userAgentOf(req: HttpRequest): string | null {
+  // Callers outside the HTTP layer (the command line, tests) may pass a request without headers.
+  const ua = req.headers?.['user-agent'];
+  const value = Array.isArray(ua) ? ua[0] : ua;
+  return value === undefined || value === '' ? null : value.slice(0, MAX_USER_AGENT_LENGTH);
+}
 
 export interface AccessTokenAuthenticatorDeps {
   readonly db: Kysely<Schema>;
@@ -56,7 +65,7 @@ export class AccessTokenAuthenticator {
     if (now - entry.lastSeenWrite >= LAST_SEEN_INTERVAL_MS && entry.requester.deviceId !== null) {
       entry.lastSeenWrite = now;
       // Best effort: a lost last-seen write must not fail the request.
-      touchDevice(this.deps.db, entry.requester.userId, entry.requester.deviceId, now, req.remoteAddress || null).catch(() => {});
+      touchDevice(this.deps.db, entry.requester.userId, entry.requester.deviceId, now, req.remoteAddress || null, userAgentOf(req)).catch(() => {});
     }
     return entry.requester;
   };

@@ -1,7 +1,7 @@
 // Endpoints clients (Element, matrix-js-sdk) call at start-up for features this server does not
-// offer: third-party identifiers and protocols, TURN, push gateways, the notifications list and
-// server-side key backup. Each answers as Synapse does when the feature is not configured, so
-// clients carry on rather than report an error.
+// offer: third-party identifiers and protocols, TURN, the notifications list and server-side key
+// backup. Each answers as Synapse does when the feature is not configured, so clients carry on
+// rather than report an error.
 
 import type { HttpResponse, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
@@ -16,7 +16,6 @@ export function stubRoutes(): RouteDef[] {
     get('/thirdparty/protocols', () => ({ body: {} })),
     // No TURN servers configured: an empty object, which clients read as "none".
     get('/voip/turnServer', () => ({ body: {} })),
-    get('/pushers', () => ({ body: { pushers: [] } })),
     get('/notifications', () => ({ body: { notifications: [] } })),
     // The spec's answer when no key backup exists.
     get('/room_keys/version', () => {

@@ -1,4 +1,5 @@
-// Device rows. Deleting a device also deletes its access tokens (they have no foreign key to it).
+// Device rows. Deleting a device also deletes its access tokens and its pushers (they have no
+// foreign key to it), in the same transaction.
 
 import type { Kysely, Selectable } from 'kysely';
 import type { DevicesTable, Schema } from '../schema.js';
@@ -15,7 +16,7 @@ export async function insertDevice(
 ): Promise<boolean> {
   const row = await db
     .insertInto('devices')
-    .values({ user_id: userId, device_id: deviceId, display_name: displayName, created_ts: createdTs, last_seen_ts: null, last_seen_ip: null })
+    .values({ user_id: userId, device_id: deviceId, display_name: displayName, created_ts: createdTs, last_seen_ts: null, last_seen_ip: null, last_seen_user_agent: null })
     .onConflict((oc) => oc.columns(['user_id', 'device_id']).doNothing())
     .returning('device_id')
     .executeTakeFirst();
@@ -56,19 +57,21 @@ export async function touchDevice(
   deviceId: string,
   ts: number,
   ip: string | null,
+  userAgent: string | null,
 ): Promise<void> {
   await db
     .updateTable('devices')
-    .set({ last_seen_ts: ts, last_seen_ip: ip })
+    .set({ last_seen_ts: ts, last_seen_ip: ip, last_seen_user_agent: userAgent })
     .where('user_id', '=', userId)
     .where('device_id', '=', deviceId)
     .execute();
 }
 
-/** Deletes these devices of the user and their tokens; returns the IDs that existed. */
+/** Deletes these devices of the user, their tokens and pushers; returns the IDs that existed. */
 export async function deleteDevices(db: Kysely<Schema>, userId: string, deviceIds: readonly string[]): Promise<string[]> {
   if (deviceIds.length === 0) return [];
   await db.deleteFrom('access_tokens').where('user_id', '=', userId).where('device_id', 'in', deviceIds).execute();
+  await db.deleteFrom('pushers').where('user_id', '=', userId).where('device_id', 'in', deviceIds).execute();
   const rows = await db
     .deleteFrom('devices')
     .where('user_id', '=', userId)
@@ -78,7 +81,10 @@ export async function deleteDevices(db: Kysely<Schema>, userId: string, deviceId
   return rows.map((r) => r.device_id);
 }
 
-/** Deletes every device of the user but `exceptDeviceId`, and their tokens; returns the deleted IDs. */
+/**
+ * Deletes every device of the user but `exceptDeviceId`, and their tokens and pushers (with no
+ * exception, pushers set without a device too); returns the deleted IDs.
+ */
 export async function deleteAllDevices(
   db: Kysely<Schema>,
   userId: string,
@@ -87,6 +93,9 @@ export async function deleteAllDevices(
   let tokens = db.deleteFrom('access_tokens').where('user_id', '=', userId);
   if (exceptDeviceId !== null) tokens = tokens.where('device_id', '!=', exceptDeviceId);
   await tokens.execute();
+  let pushers = db.deleteFrom('pushers').where('user_id', '=', userId);
+  if (exceptDeviceId !== null) pushers = pushers.where('device_id', '!=', exceptDeviceId);
+  await pushers.execute();
   let devices = db.deleteFrom('devices').where('user_id', '=', userId);
   if (exceptDeviceId !== null) devices = devices.where('device_id', '!=', exceptDeviceId);
   const rows = await devices.returning('device_id').execute();

@@ -21,6 +21,8 @@ export interface DevicesTable {
   created_ts: number;
   last_seen_ts: number | null;
   last_seen_ip: string | null;
+  /** The User-Agent header of the last request seen (migration 007). */
+  last_seen_user_agent: string | null;
 }
 
 export interface AccessTokensTable {
