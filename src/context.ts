@@ -41,6 +41,9 @@ import { TypingService } from './users/typing.js';
 import { UserDirectoryService } from './users/user-directory.js';
 import { DeviceKeyService } from './users/device-keys.js';
 import { keyRoutes } from './client/keys/index.js';
+import { roomKeyRoutes } from './client/room-keys/index.js';
+import { CrossSigningService, passwordAuth } from './users/cross-signing.js';
+import { KeyBackupService } from './users/key-backup.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -187,7 +190,9 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     usersSharingRooms: sharing,
     usersInPublicRooms: () => usersInPublicRooms(db),
   });
-  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing });
+  const crossSigning = new CrossSigningService({ db, notifier, serverName, usersSharingRooms: sharing, uia: passwordAuth(db, serverName) });
+  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing, crossSigning });
+  const backups = new KeyBackupService({ db });
   const deviceLists = new DeviceListTracker({ db, reader: roomService.reader, notifier });
   // The device change is committed by then: a failure to announce it must not fail the request.
   const announcing = (what: string, fn: () => Promise<void>) =>
@@ -195,8 +200,9 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   const accounts = accountService(core, {
     onDeviceChanged: (userId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId)),
     onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
-    // A deactivated account leaves every room it is in.
+    // A deactivated account leaves every room it is in, and its key backups go.
     onDeactivate: async (userId) => {
+      await backups.deleteAll(userId).catch((err: unknown) => core.log.warn('deleting key backups on deactivation failed', { userId, err: String(err) }));
       const actor = { userId, deviceId: null };
       for (const roomId of await roomService.joinedRooms(userId)) {
         await roomService.leave(actor, roomId).catch((err: unknown) =>
@@ -236,7 +242,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
       },
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
-    { name: 'keys', routes: keyRoutes({ deviceKeys, deviceLists }) },
+    { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })] },
   ];
   return {
     parts,

@@ -10,7 +10,7 @@ import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
 import { membersOfRoom, roomsOfUser, usersSharingRooms } from '../storage/rooms/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamEvent } from '../storage/sync/events.js';
-import { memberEventsInRange, usersWithDeviceListChanges, type MemberEventRef } from '../storage/user-data/device-lists.js';
+import { deviceListChangesSeenBy, memberEventsInRange, type MemberEventRef } from '../storage/user-data/device-lists.js';
 import type { Notifier } from './notifier.js';
 import { decodeSyncToken, type StreamPositions } from './token.js';
 
@@ -94,12 +94,17 @@ export class DeviceListTracker {
     }
 
     const deviceChanges =
-      since.device_lists < upTo.device_lists ? await usersWithDeviceListChanges(db, since.device_lists, upTo.device_lists) : new Set<string>();
-    if (newlyShared.size === 0 && noLongerShared.size === 0 && deviceChanges.size === 0) return { changed: [], left: [] };
+      since.device_lists < upTo.device_lists
+        ? await deviceListChangesSeenBy(db, userId, since.device_lists, upTo.device_lists)
+        : { shared: new Set<string>(), direct: new Set<string>() };
+    if (newlyShared.size === 0 && noLongerShared.size === 0 && deviceChanges.shared.size === 0 && deviceChanges.direct.size === 0) {
+      return { changed: [], left: [] };
+    }
 
+    // Changes meant for this user alone (what its user-signing key signed) need no shared room.
+    const changed = new Set<string>(deviceChanges.direct);
     const sharing = await usersSharingRooms(db, userId);
-    const changed = new Set<string>();
-    for (const u of deviceChanges) if (u === userId || sharing.has(u)) changed.add(u);
+    for (const u of deviceChanges.shared) if (u === userId || sharing.has(u)) changed.add(u);
     for (const u of newlyShared) if (u !== userId && sharing.has(u)) changed.add(u);
     const left = [...noLongerShared].filter((u) => u !== userId && !sharing.has(u));
     return { changed: [...changed].sort(), left: left.sort() };

@@ -8,13 +8,14 @@ import { streams } from './002-streams.js';
 import { rooms } from './003-rooms.js';
 import { userData } from './004-user-data.js';
 import { deviceLists } from './005-device-lists.js';
+import { crossSigningBackup } from './006-cross-signing-backup.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 
