@@ -107,11 +107,11 @@ for (const { backend, skip } of await serverBackends()) {
       const alice = await user('alice');
       const bob = await user('bob');
       const cases: [string, string, object, number, string][] = [
-        ['POST', '/keys/upload', { device_keys: deviceKeys(bob.userId, alice.user.deviceId) }, 400, 'M_INVALID_PARAM'],
-        ['POST', '/keys/upload', { device_keys: deviceKeys(alice.userId, 'OTHERDEVICE') }, 400, 'M_INVALID_PARAM'],
+        ['POST', '/keys/upload', { device_keys: deviceKeys(bob.userId, alice.user.deviceId) }, 400, 'M_BAD_JSON'],
+        ['POST', '/keys/upload', { device_keys: deviceKeys(alice.userId, 'OTHERDEVICE') }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { device_keys: { ...deviceKeys(alice.userId, alice.user.deviceId), keys: { a: 1 } } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { device_keys: 'nope' }, 400, 'M_BAD_JSON'],
-        ['POST', '/keys/upload', { one_time_keys: { nocolon: 'k' } }, 400, 'M_INVALID_PARAM'],
+        ['POST', '/keys/upload', { one_time_keys: { nocolon: 'k' } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { one_time_keys: { 'a:b': 5 } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { one_time_keys: [] }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/query', {}, 400, 'M_BAD_JSON'],
