@@ -192,6 +192,13 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(q.device_keys[alice.userId][alice.user.deviceId].signatures[alice.userId][sskId], undefined, 'the bad one was not');
       assert.deepEqual(q.master_keys[alice.userId], cs.masterKey);
 
+      // A deleted device takes the signatures on it along.
+      const signaturesOn = (deviceId: string) =>
+        hs.server.core.db.selectFrom('cross_signing_signatures').select('signature').where('target_user_id', '=', alice.userId).where('target_key_id', '=', deviceId).execute();
+      assert.equal((await signaturesOn(second.device_id)).length, 1);
+      await new Client(hs, { userId: alice.userId, accessToken: second.access_token, deviceId: second.device_id }).ok('POST', '/logout', {});
+      assert.deepEqual(await signaturesOn(second.device_id), []);
+
       // Without cross-signing keys of its own, a user can sign nothing with them.
       const { c: erin, keys: erinDevice } = await withDevice(await user('erin'));
       const none = await erin.ok('POST', SIGNATURES, {
