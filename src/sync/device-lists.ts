@@ -1,7 +1,8 @@
 // Which users' device lists a client must re-read (`device_lists` in /sync, GET /keys/changes):
 // users sharing a room with it whose devices or keys changed on the device_lists stream (the
-// user themself included), users who started sharing a room with it (a join on either side), and,
-// under `left`, users who no longer share any room with it.
+// user themself included), users whose keys changed in a way only this user may see (what its
+// user-signing key signed), users who started sharing a room with it (a join on either side),
+// and, under `left`, users who no longer share any room with it.
 
 import type { Kysely } from 'kysely';
 import { isJsonObject } from '../protocol/json.js';
