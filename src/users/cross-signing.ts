@@ -168,7 +168,11 @@ export class CrossSigningService {
 
     const failures: Record<string, Record<string, JsonObject>> = {};
     const fail = (user: string, keyId: string, f: SignatureFailure) => ((failures[user] ??= {})[keyId] = f.toJson());
-    const targets = Object.keys(body).filter((u) => u !== userId && tryParseUserId(u) !== undefined && serverNameOf(tryParseUserId(u)!) === this.deps.serverName);
+    // Only local users' keys are known here.
+    const targets = Object.keys(body).filter((u) => {
+      const id = u === userId ? undefined : tryParseUserId(u);
+      return id !== undefined && serverNameOf(id) === this.deps.serverName;
+    });
     const keys = await selectCrossSigningKeys(this.deps.db, [userId, ...targets]);
     const own = keys.get(userId);
     const accepted: StoredSignature[] = [];
