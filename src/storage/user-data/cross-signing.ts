@@ -108,24 +108,6 @@ export async function selectVisibleSignatures(db: Kysely<Schema>, targetUserIds:
   return out;
 }
 
-/** The signatures `signer` has made on these keys of `targetUserId`. */
-export async function selectSignaturesBy(
-  db: Kysely<Schema>,
-  signer: string,
-  targetUserId: string,
-  targetKeyIds: readonly string[],
-): Promise<StoredSignature[]> {
-  if (targetKeyIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('cross_signing_signatures')
-    .select(['signing_key_id', 'target_key_id', 'signature'])
-    .where('target_user_id', '=', targetUserId)
-    .where('target_key_id', 'in', targetKeyIds.slice(0, IDS_PER_STATEMENT))
-    .where('signer_user_id', '=', signer)
-    .execute();
-  return rows.map((r) => ({ signerUserId: signer, signingKeyId: r.signing_key_id, targetUserId, targetKeyId: r.target_key_id, signature: r.signature }));
-}
-
 /** Removes every signature on these keys of the user (devices deleted, a master key replaced). */
 export async function deleteSignaturesOn(db: Kysely<Schema>, targetUserId: string, targetKeyIds: readonly string[]): Promise<void> {
   for (let i = 0; i < targetKeyIds.length; i += IDS_PER_STATEMENT) {
