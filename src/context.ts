@@ -54,6 +54,9 @@ import { LegacyInitialSync } from './sync/initial-sync.js';
 import { OpenIdService } from './users/openid.js';
 import { PusherService } from './users/pushers.js';
 import { WhoisService } from './users/whois.js';
+import { roomKeyRoutes } from './client/room-keys/index.js';
+import { CrossSigningService, passwordAuth } from './users/cross-signing.js';
+import { KeyBackupService } from './users/key-backup.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -202,7 +205,9 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     usersSharingRooms: sharing,
     usersInPublicRooms: () => usersInPublicRooms(db),
   });
-  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing });
+  const crossSigning = new CrossSigningService({ db, notifier, serverName, usersSharingRooms: sharing, uia: passwordAuth(db, serverName) });
+  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing, crossSigning });
+  const backups = new KeyBackupService({ db });
   const deviceLists = new DeviceListTracker({ db, reader: roomService.reader, notifier });
   // The device change is committed by then: a failure to announce it must not fail the request.
   const announcing = (what: string, fn: () => Promise<void>) =>
@@ -210,9 +215,11 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   const accounts = accountService(core, {
     onDeviceChanged: (userId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId)),
     onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
-    // A deactivated account leaves every room it is in; an erased one's events are served redacted from now on.
+    // A deactivated account leaves every room it is in and its key backups go; an erased one's
+    // events are served redacted from now on.
     onDeactivate: async (userId, { erase }) => {
       if (erase) erasedUsers.add(userId);
+      await backups.deleteAll(userId).catch((err: unknown) => core.log.warn('deleting key backups on deactivation failed', { userId, err: String(err) }));
       const actor = { userId, deviceId: null };
       for (const roomId of await roomService.joinedRooms(userId)) {
         await roomService.leave(actor, roomId).catch((err: unknown) =>
@@ -255,7 +262,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
       },
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
-    { name: 'keys', routes: keyRoutes({ deviceKeys, deviceLists }) },
+    { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })] },
     {
       name: 'legacy',
       routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService, upgrades: new RoomUpgrades(roomService.reader) }),

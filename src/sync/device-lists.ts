@@ -1,7 +1,8 @@
 // Which users' device lists a client must re-read (`device_lists` in /sync, GET /keys/changes):
 // users sharing a room with it whose devices or keys changed on the device_lists stream (the
-// user themself included), users who started sharing a room with it (a join on either side), and,
-// under `left`, users who no longer share any room with it.
+// user themself included), users whose keys changed in a way only this user may see (what its
+// user-signing key signed), users who started sharing a room with it (a join on either side),
+// and, under `left`, users who no longer share any room with it.
 
 import type { Kysely } from 'kysely';
 import { isJsonObject } from '../protocol/json.js';
@@ -10,7 +11,7 @@ import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
 import { membersOfRoom, roomsOfUser, usersSharingRooms } from '../storage/rooms/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamEvent } from '../storage/sync/events.js';
-import { memberEventsInRange, usersWithDeviceListChanges, type MemberEventRef } from '../storage/user-data/device-lists.js';
+import { deviceListChangesSeenBy, memberEventsInRange, type MemberEventRef } from '../storage/user-data/device-lists.js';
 import type { Notifier } from './notifier.js';
 import { decodeSyncToken, type StreamPositions } from './token.js';
 
@@ -94,12 +95,17 @@ export class DeviceListTracker {
     }
 
     const deviceChanges =
-      since.device_lists < upTo.device_lists ? await usersWithDeviceListChanges(db, since.device_lists, upTo.device_lists) : new Set<string>();
-    if (newlyShared.size === 0 && noLongerShared.size === 0 && deviceChanges.size === 0) return { changed: [], left: [] };
+      since.device_lists < upTo.device_lists
+        ? await deviceListChangesSeenBy(db, userId, since.device_lists, upTo.device_lists)
+        : { shared: new Set<string>(), direct: new Set<string>() };
+    if (newlyShared.size === 0 && noLongerShared.size === 0 && deviceChanges.shared.size === 0 && deviceChanges.direct.size === 0) {
+      return { changed: [], left: [] };
+    }
 
+    // Changes meant for this user alone (what its user-signing key signed) need no shared room.
+    const changed = new Set<string>(deviceChanges.direct);
     const sharing = await usersSharingRooms(db, userId);
-    const changed = new Set<string>();
-    for (const u of deviceChanges) if (u === userId || sharing.has(u)) changed.add(u);
+    for (const u of deviceChanges.shared) if (u === userId || sharing.has(u)) changed.add(u);
     for (const u of newlyShared) if (u !== userId && sharing.has(u)) changed.add(u);
     const left = [...noLongerShared].filter((u) => u !== userId && !sharing.has(u));
     return { changed: [...changed].sort(), left: left.sort() };

@@ -1,6 +1,7 @@
 // End-to-end encryption keys of local devices: device keys, one-time keys and fallback keys
 // (upload, query, claim), and the device_lists stream that tells the users sharing a room with a
-// user when that user's devices or keys change.
+// user when that user's devices or keys change. /keys/query also carries what cross-signing
+// (users/cross-signing.ts) adds.
 
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -23,6 +24,7 @@ import {
 } from '../storage/user-data/device-keys.js';
 import { insertDeviceListChange } from '../storage/user-data/device-lists.js';
 import type { Notifier } from '../sync/notifier.js';
+import type { CrossSigningService } from './cross-signing.js';
 
 /** Clients older than fallback keys look for this count, so it is always reported. */
 const DEFAULT_COUNTED_ALGORITHM = 'signed_curve25519';
@@ -42,6 +44,8 @@ export interface DeviceKeyServiceDeps {
   readonly serverName: string;
   /** Every user joined to a room the user is joined to (the user included). */
   readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;
+  /** Cross-signing keys and signatures for /keys/query; without it, none are reported. */
+  readonly crossSigning?: Pick<CrossSigningService, 'keysForQuery'>;
 }
 
 export interface KeyRequester {
@@ -61,7 +65,9 @@ export class DeviceKeyService {
     const deviceId = requester.deviceId;
     if (deviceId === null) throw HearthError.invalidParam('Keys can only be uploaded with a device');
     const deviceKeys = body['device_keys'];
-    if (deviceKeys !== undefined && deviceKeys !== null) checkDeviceKeys(deviceKeys, userId, deviceId);
+    // Absent means no new device keys; null is no DeviceKeys object (Synapse refuses it too).
+    if (deviceKeys === null) throw HearthError.invalidParam("'device_keys' must be an object when present");
+    if (deviceKeys !== undefined) checkDeviceKeys(deviceKeys, userId, deviceId);
     const oneTimeKeys = keyList(body['one_time_keys'], 'one_time_keys');
     const fallbackKeys = keyList(body['fallback_keys'] ?? body['org.matrix.msc2732.fallback_keys'], 'fallback_keys');
     if (oneTimeKeys.length + fallbackKeys.length > MAX_KEYS_PER_UPLOAD) throw HearthError.tooLarge(`At most ${MAX_KEYS_PER_UPLOAD} keys per upload`);
@@ -101,13 +107,17 @@ export class DeviceKeyService {
     return { one_time_key_counts: counts.oneTimeKeys };
   }
 
-  /** POST /keys/query: the device keys of local users' devices (remote servers are not reachable yet). */
-  async query(body: JsonObject): Promise<JsonObject> {
+  /**
+   * POST /keys/query: the device keys of local users' devices and their cross-signing keys, with
+   * the signatures `requester` may see (remote servers are not reachable yet).
+   */
+  async query(requester: KeyRequester, body: JsonObject): Promise<JsonObject> {
+    checkTimeout(body);
     const wanted = body['device_keys'];
     if (!isJsonObject(wanted)) throw HearthError.badJson("'device_keys' must be an object");
     const entries = Object.entries(wanted);
     if (entries.length > MAX_QUERIED_USERS) throw HearthError.tooLarge(`At most ${MAX_QUERIED_USERS} users per query`);
-    const deviceKeys: JsonObject = {};
+    const deviceKeys: Record<string, Record<string, JsonObject>> = {};
     const failures: JsonObject = {};
     for (const [user, devices] of entries) {
       const userId = parseUserId(user);
@@ -120,7 +130,7 @@ export class DeviceKeyService {
         continue;
       }
       const rows = await selectKeysOfDevices(this.deps.db, userId, devices.length === 0 ? undefined : (devices as string[]));
-      const byDevice: JsonObject = {};
+      const byDevice: Record<string, JsonObject> = {};
       for (const r of rows) {
         const unsigned = isJsonObject(r.keys['unsigned']) ? r.keys['unsigned'] : {};
         byDevice[r.deviceId] = {
@@ -130,11 +140,15 @@ export class DeviceKeyService {
       }
       deviceKeys[userId] = byDevice;
     }
-    return { device_keys: deviceKeys, failures, master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+    const crossSigning = this.deps.crossSigning
+      ? await this.deps.crossSigning.keysForQuery(requester.userId, Object.keys(deviceKeys), deviceKeys)
+      : { master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+    return { device_keys: deviceKeys, failures, ...crossSigning };
   }
 
   /** POST /keys/claim: one one-time key per device and algorithm, else the device's fallback key. */
   async claim(body: JsonObject): Promise<JsonObject> {
+    checkTimeout(body);
     const wanted = body['one_time_keys'];
     if (!isJsonObject(wanted)) throw HearthError.badJson("'one_time_keys' must be an object");
     const requests: { userId: string; deviceId: string; algorithm: string }[] = [];
@@ -209,31 +223,63 @@ function countKey(userId: string, deviceId: string): string {
   return `${userId}\u0000${deviceId}`;
 }
 
-/** The shape Synapse insists on: the keys are the requester's device's, with string-valued key maps. */
+/**
+ * The spec's DeviceKeys, as Synapse checks it: every field present (a missing one is
+ * M_MISSING_PARAM) and of its type (else M_BAD_JSON), for the requester's own device.
+ */
 function checkDeviceKeys(keys: JsonValue, userId: string, deviceId: string): asserts keys is JsonObject {
   if (!isJsonObject(keys)) throw HearthError.badJson("'device_keys' must be an object");
-  if (keys['user_id'] !== userId) throw HearthError.invalidParam('device_keys.user_id does not match the requester');
-  if (keys['device_id'] !== deviceId) throw HearthError.invalidParam("device_keys.device_id does not match the requester's device");
+  for (const field of ['user_id', 'device_id', 'algorithms', 'keys', 'signatures']) {
+    if (keys[field] === undefined) throw new HearthError(400, 'M_MISSING_PARAM', `Missing parameter: device_keys.${field}`);
+  }
+  if (typeof keys['user_id'] !== 'string') throw HearthError.badJson('device_keys.user_id must be a string');
+  if (typeof keys['device_id'] !== 'string') throw HearthError.badJson('device_keys.device_id must be a string');
   const algorithms = keys['algorithms'];
   if (!Array.isArray(algorithms) || !algorithms.every((a) => typeof a === 'string')) {
     throw HearthError.badJson('device_keys.algorithms must be a list of strings');
   }
-  const map = keys['keys'];
-  if (!isJsonObject(map) || !Object.values(map).every((v) => typeof v === 'string')) {
-    throw HearthError.badJson('device_keys.keys must map key IDs to strings');
-  }
-  if (keys['signatures'] !== undefined && !isJsonObject(keys['signatures'])) throw HearthError.badJson('device_keys.signatures must be an object');
+  if (!isStringMap(keys['keys'])) throw HearthError.badJson('device_keys.keys must map key IDs to strings');
+  if (!isSignatureMap(keys['signatures'])) throw HearthError.badJson('device_keys.signatures must map user IDs to key IDs to signatures');
+  if (keys['user_id'] !== userId) throw HearthError.badJson('device_keys.user_id does not match the requester');
+  if (keys['device_id'] !== deviceId) throw HearthError.badJson("device_keys.device_id does not match the requester's device");
 }
 
-/** `{"<algorithm>:<key id>": key}` as a list; a key is a string or a (signed) object. */
+/** `timeout` (milliseconds to wait for remote servers), where the spec has it: an integer. */
+function checkTimeout(body: JsonObject): void {
+  const timeout = body['timeout'];
+  if (timeout !== undefined && !Number.isSafeInteger(timeout)) throw HearthError.badJson("'timeout' must be an integer");
+}
+
+function isStringMap(v: JsonValue | undefined): boolean {
+  return isJsonObject(v) && Object.values(v).every((s) => typeof s === 'string');
+}
+
+function isSignatureMap(v: JsonValue | undefined): boolean {
+  return isJsonObject(v) && Object.values(v).every(isStringMap);
+}
+
+/**
+ * `{"<algorithm>:<key id>": key}` as a list. A key is a string, or a signed key object with `key`
+ * and `signatures` (and `fallback` for fallback keys), as Synapse checks them.
+ */
 function keyList(value: JsonValue | undefined, field: string): StoredKey[] {
   if (value === undefined || value === null) return [];
   if (!isJsonObject(value)) throw HearthError.badJson(`'${field}' must be an object`);
   const out: StoredKey[] = [];
   for (const [id, key] of Object.entries(value)) {
     const colon = id.indexOf(':');
-    if (colon <= 0 || colon === id.length - 1) throw HearthError.invalidParam(`${field}: key ID ${id.slice(0, 100)} is not <algorithm>:<key id>`);
-    if (typeof key !== 'string' && !isJsonObject(key)) throw HearthError.badJson(`${field}.${id} must be a string or an object`);
+    if (colon <= 0 || colon === id.length - 1 || id.indexOf(':', colon + 1) !== -1) {
+      throw HearthError.badJson(`${field}: key ID ${id.slice(0, 100)} is not <algorithm>:<key id>`);
+    }
+    if (isJsonObject(key)) {
+      if (typeof key['key'] !== 'string') throw HearthError.badJson(`${field}.${id}.key must be a string`);
+      if (!isSignatureMap(key['signatures'])) throw HearthError.badJson(`${field}.${id}.signatures must map user IDs to key IDs to signatures`);
+      if (key['fallback'] !== undefined && key['fallback'] !== null && typeof key['fallback'] !== 'boolean') {
+        throw HearthError.badJson(`${field}.${id}.fallback must be a boolean`);
+      }
+    } else if (typeof key !== 'string') {
+      throw HearthError.badJson(`${field}.${id} must be a string or an object`);
+    }
     out.push({ algorithm: id.slice(0, colon), keyId: id.slice(colon + 1), key });
   }
   return out;

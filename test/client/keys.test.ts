@@ -1,6 +1,6 @@
 // The end-to-end keys routes over real HTTP, on SQLite and PostgreSQL: /keys/upload, /keys/query,
-// /keys/claim (one-time keys once each, then the fallback key), /keys/changes, and the key counts
-// in /sync.
+// /keys/claim (one-time keys once each, then the fallback key), /keys/changes, the key counts in
+// /sync, and the checks of what clients send.
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -107,11 +107,11 @@ for (const { backend, skip } of await serverBackends()) {
       const alice = await user('alice');
       const bob = await user('bob');
       const cases: [string, string, object, number, string][] = [
-        ['POST', '/keys/upload', { device_keys: deviceKeys(bob.userId, alice.user.deviceId) }, 400, 'M_INVALID_PARAM'],
-        ['POST', '/keys/upload', { device_keys: deviceKeys(alice.userId, 'OTHERDEVICE') }, 400, 'M_INVALID_PARAM'],
+        ['POST', '/keys/upload', { device_keys: deviceKeys(bob.userId, alice.user.deviceId) }, 400, 'M_BAD_JSON'],
+        ['POST', '/keys/upload', { device_keys: deviceKeys(alice.userId, 'OTHERDEVICE') }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { device_keys: { ...deviceKeys(alice.userId, alice.user.deviceId), keys: { a: 1 } } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { device_keys: 'nope' }, 400, 'M_BAD_JSON'],
-        ['POST', '/keys/upload', { one_time_keys: { nocolon: 'k' } }, 400, 'M_INVALID_PARAM'],
+        ['POST', '/keys/upload', { one_time_keys: { nocolon: 'k' } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { one_time_keys: { 'a:b': 5 } }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/upload', { one_time_keys: [] }, 400, 'M_BAD_JSON'],
         ['POST', '/keys/query', {}, 400, 'M_BAD_JSON'],
@@ -129,6 +129,48 @@ for (const { backend, skip } of await serverBackends()) {
       }
       const anon = await fetch(`${hs.baseUrl}/_matrix/client/v3/keys/query`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
       assert.equal(anon.status, 401);
+    });
+
+    test('device keys and signed keys are checked as the spec types them; timeout is an integer', async () => {
+      const alice = await user('alice');
+      const mine = deviceKeys(alice.userId, alice.user.deviceId) as Record<string, unknown>;
+      const without = (field: string) => Object.fromEntries(Object.entries(mine).filter(([k]) => k !== field));
+      const cases: [string, object, number, string][] = [];
+      for (const field of ['signatures', 'algorithms', 'keys', 'user_id', 'device_id']) {
+        cases.push([`keys/upload without device_keys.${field}`, { device_keys: without(field) }, 400, 'M_MISSING_PARAM']);
+      }
+      cases.push(
+        ['keys/upload with signatures not an object', { device_keys: { ...mine, signatures: 'sig' } }, 400, 'M_BAD_JSON'],
+        ['keys/upload with signatures not strings', { device_keys: { ...mine, signatures: { [alice.userId]: { 'ed25519:X': 1 } } } }, 400, 'M_BAD_JSON'],
+        ['keys/upload with algorithms not strings', { device_keys: { ...mine, algorithms: [1] } }, 400, 'M_BAD_JSON'],
+        ['keys/upload with device_id not a string', { device_keys: { ...mine, device_id: 7 } }, 400, 'M_BAD_JSON'],
+        ['keys/upload with device_keys null', { device_keys: null }, 400, 'M_INVALID_PARAM'],
+        ['a signed one-time key without its key', { one_time_keys: { 'signed_curve25519:A': { signatures: {} } } }, 400, 'M_BAD_JSON'],
+        ['a signed one-time key without signatures', { one_time_keys: { 'signed_curve25519:A': { key: 'k' } } }, 400, 'M_BAD_JSON'],
+        ['a fallback key whose fallback is no boolean', { fallback_keys: { 'signed_curve25519:F': { ...signedKey('f'), fallback: 'yes' } } }, 400, 'M_BAD_JSON'],
+        ['a key ID with two colons', { one_time_keys: { 'a:b:c': 'k' } }, 400, 'M_BAD_JSON'],
+      );
+      for (const [what, body, status, errcode] of cases) {
+        const r = await alice.call('POST', '/keys/upload', body);
+        assert.deepEqual([r.status, r.body.errcode], [status, errcode], `${what}: ${JSON.stringify(r.body)}`);
+      }
+      const q = await alice.ok('POST', '/keys/query', { device_keys: { [alice.userId]: [] } });
+      assert.deepEqual(q.device_keys[alice.userId], {}, 'none of the bad device keys was stored');
+
+      const wanted = { [alice.userId]: [] };
+      for (const timeout of ['10s', 1.5, null, true]) {
+        for (const path of ['/keys/query', '/keys/claim']) {
+          const body = path === '/keys/query' ? { device_keys: wanted, timeout } : { one_time_keys: {}, timeout };
+          const r = await alice.call('POST', path, body);
+          assert.deepEqual([r.status, r.body.errcode], [400, 'M_BAD_JSON'], `${path} timeout ${JSON.stringify(timeout)}`);
+        }
+      }
+      for (const timeout of ['soon', '-5', '1.5']) {
+        const r = await alice.call('POST', `/keys/query?timeout=${timeout}`, { device_keys: wanted });
+        assert.deepEqual([r.status, r.body.errcode], [400, 'M_INVALID_PARAM'], `?timeout=${timeout}`);
+      }
+      await alice.ok('POST', '/keys/query?timeout=5000', { device_keys: wanted, timeout: 10000 });
+      await alice.ok('POST', '/keys/claim', { one_time_keys: {}, timeout: 0 });
     });
 
     test('remote users are reported under failures', async () => {

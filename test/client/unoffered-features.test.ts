@@ -12,7 +12,6 @@ const ANSWERS: [string, number, unknown][] = [
   ['/voip/turnServer', 200, {}],
   ['/pushers', 200, { pushers: [] }],
   ['/notifications', 200, { notifications: [] }],
-  ['/room_keys/version', 404, { errcode: 'M_NOT_FOUND', error: 'No current backup version' }],
 ];
 
 for (const { backend, skip } of await serverBackends()) {

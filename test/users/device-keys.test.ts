@@ -59,7 +59,7 @@ for (const backend of await storageBackends()) {
     });
 
     test('device keys replaced by different ones are a change; deleted devices lose every key', async () => {
-      const device = { user_id: alice, device_id: 'A1', algorithms: ['a'], keys: { 'ed25519:A1': 'k1' } };
+      const device = { user_id: alice, device_id: 'A1', algorithms: ['a'], keys: { 'ed25519:A1': 'k1' }, signatures: {} };
       let p = notifier.current().device_lists;
       await keys.upload({ userId: alice, deviceId: 'A1' }, { device_keys: device, fallback_keys: { 'alg:F': 'f' }, one_time_keys: { 'alg:O': 'o' } });
       assert.equal(notifier.current().device_lists, p + 1);

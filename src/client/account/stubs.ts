@@ -1,10 +1,8 @@
 // Endpoints clients (Element, matrix-js-sdk) call at start-up for features this server does not
-// offer: third-party identifiers and protocols, TURN, the notifications list and server-side key
-// backup. Each answers as Synapse does when the feature is not configured, so clients carry on
-// rather than report an error.
+// offer: third-party identifiers and protocols, TURN and the notifications list. Each answers as
+// Synapse does when the feature is not configured, so clients carry on rather than report an error.
 
 import type { HttpResponse, RouteDef } from '../../http/route.js';
-import { HearthError } from '../../protocol/errors.js';
 
 function get(path: string, answer: () => HttpResponse): RouteDef {
   return { method: 'GET', api: 'client', versions: ['r0', 'v3'], path, auth: 'user', handler: answer };
@@ -17,9 +15,5 @@ export function stubRoutes(): RouteDef[] {
     // No TURN servers configured: an empty object, which clients read as "none".
     get('/voip/turnServer', () => ({ body: {} })),
     get('/notifications', () => ({ body: { notifications: [] } })),
-    // The spec's answer when no key backup exists.
-    get('/room_keys/version', () => {
-      throw HearthError.notFound('No current backup version');
-    }),
   ];
 }

@@ -1,9 +1,12 @@
-// End-to-end encryption key routes: /keys/upload, /keys/query, /keys/claim and /keys/changes.
+// End-to-end encryption key routes: /keys/upload, /keys/query, /keys/claim, /keys/changes, and
+// cross-signing's /keys/device_signing/upload and /keys/signatures/upload.
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { DeviceListTracker } from '../../sync/device-lists.js';
+import type { CrossSigningService } from '../../users/cross-signing.js';
 import type { DeviceKeyService } from '../../users/device-keys.js';
+import { withUia } from '../account/uia-reply.js';
 import { body, missingParam, requesterOf } from '../user-data/fields.js';
 
 const VERSIONS = ['r0', 'v3'] as const;
@@ -14,8 +17,14 @@ function queryString(req: HttpRequest, key: string): string | undefined {
   return v === '' ? undefined : v;
 }
 
-export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: DeviceListTracker }): RouteDef[] {
-  const { deviceKeys, deviceLists } = deps;
+/** The `timeout` query parameter Synapse reads on /keys/query and /keys/claim: a non-negative integer. */
+function checkTimeoutParam(req: HttpRequest): void {
+  const v = queryString(req, 'timeout');
+  if (v !== undefined && !/^[0-9]{1,15}$/.test(v)) throw HearthError.invalidParam("Query parameter 'timeout' must be a non-negative integer");
+}
+
+export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: DeviceListTracker; crossSigning: CrossSigningService }): RouteDef[] {
+  const { deviceKeys, deviceLists, crossSigning } = deps;
   return [
     {
       method: 'POST',
@@ -32,8 +41,9 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
       path: '/keys/query',
       auth: 'guest',
       handler: async (req) => {
-        requesterOf(req);
-        return { body: await deviceKeys.query(body(req)) };
+        const requester = requesterOf(req);
+        checkTimeoutParam(req);
+        return { body: await deviceKeys.query(requester, body(req)) };
       },
     },
     {
@@ -44,6 +54,7 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
       auth: 'guest',
       handler: async (req) => {
         requesterOf(req);
+        checkTimeoutParam(req);
         return { body: await deviceKeys.claim(body(req)) };
       },
     },
@@ -59,6 +70,22 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
         if (from === undefined) throw missingParam('from');
         return { body: await deviceLists.changesBetween(requester.userId, from, queryString(req, 'to')) };
       },
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      // Added in v1.1, after r0.
+      versions: ['v3'],
+      path: '/keys/device_signing/upload',
+      handler: (req) => withUia(async () => ({ body: await crossSigning.uploadKeys(requesterOf(req), body(req)) })),
+    },
+    {
+      method: 'POST',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/keys/signatures/upload',
+      auth: 'guest',
+      handler: async (req) => ({ body: await crossSigning.uploadSignatures(requesterOf(req), body(req)) }),
     },
   ];
 }

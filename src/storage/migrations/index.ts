@@ -8,6 +8,7 @@ import { streams } from './002-streams.js';
 import { rooms } from './003-rooms.js';
 import { userData } from './004-user-data.js';
 import { deviceLists } from './005-device-lists.js';
+import { crossSigningBackup } from './006-cross-signing-backup.js';
 import { pushersOpenid } from './007-pushers-openid.js';
 import { erasedUsers } from './008-erased-users.js';
 
@@ -16,7 +17,7 @@ export interface HearthMigration {
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, pushersOpenid, erasedUsers];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

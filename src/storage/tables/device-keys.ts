@@ -1,8 +1,11 @@
-// End-to-end encryption keys and the device_lists stream (migration 005).
+// End-to-end encryption keys and the device_lists stream (migration 005), cross-signing keys and
+// signatures, and server-side key backups (migration 006).
 
 export interface DeviceListChangesTable {
   stream_position: number;
   user_id: string;
+  /** Null: a change for everyone sharing a room with `user_id`; else only this user hears of it. */
+  only_for: string | null;
 }
 
 export interface DeviceKeysTable {
@@ -30,9 +33,57 @@ export interface FallbackKeysTable {
   used: number;
 }
 
+export interface CrossSigningKeysTable {
+  user_id: string;
+  /** 'master', 'self_signing' or 'user_signing'. */
+  key_type: string;
+  /** The unpadded base64 Ed25519 public key (the key ID is `ed25519:<public_key>`). */
+  public_key: string;
+  /** The key object as uploaded, with the signatures it was uploaded with. */
+  key_json: string;
+}
+
+export interface CrossSigningSignaturesTable {
+  signer_user_id: string;
+  /** `ed25519:<device ID or public key>` of the signer's key. */
+  signing_key_id: string;
+  target_user_id: string;
+  /** A device ID, or the public key of the target user's master key. */
+  target_key_id: string;
+  signature: string;
+}
+
+export interface BackupVersionsTable {
+  user_id: string;
+  version: number;
+  algorithm: string;
+  /** JSON object, as the client gave it. */
+  auth_data: string;
+  /** Bumped whenever the version's keys change. */
+  etag: number;
+  /** 1 once deleted (its number is not given out again). */
+  deleted: number;
+}
+
+export interface BackupKeysTable {
+  user_id: string;
+  version: number;
+  room_id: string;
+  session_id: string;
+  first_message_index: number;
+  forwarded_count: number;
+  is_verified: number;
+  /** JSON object, opaque to the server. */
+  session_data: string;
+}
+
 export interface DeviceKeyTables {
   device_list_changes: DeviceListChangesTable;
   device_keys: DeviceKeysTable;
   one_time_keys: OneTimeKeysTable;
   fallback_keys: FallbackKeysTable;
+  cross_signing_keys: CrossSigningKeysTable;
+  cross_signing_signatures: CrossSigningSignaturesTable;
+  backup_versions: BackupVersionsTable;
+  backup_keys: BackupKeysTable;
 }

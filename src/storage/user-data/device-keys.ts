@@ -173,12 +173,18 @@ export async function useFallbackKey(db: Kysely<Schema>, userId: string, deviceI
   return { algorithm, keyId: row.key_id, key: JSON.parse(row.key_json) as string | JsonObject };
 }
 
-/** Removes every key of these devices (they were deleted). */
+/** Removes every key of these devices (they were deleted), the signatures on them and those they made. */
 export async function deleteKeysOfDevices(db: Kysely<Schema>, userId: string, deviceIds: readonly string[]): Promise<void> {
   for (const batch of chunks(deviceIds)) {
     for (const table of ['device_keys', 'one_time_keys', 'fallback_keys'] as const) {
       await db.deleteFrom(table).where('user_id', '=', userId).where('device_id', 'in', batch).execute();
     }
+    await db.deleteFrom('cross_signing_signatures').where('target_user_id', '=', userId).where('target_key_id', 'in', batch).execute();
+    await db
+      .deleteFrom('cross_signing_signatures')
+      .where('signer_user_id', '=', userId)
+      .where('signing_key_id', 'in', batch.map((d) => `ed25519:${d}`))
+      .execute();
   }
 }
 

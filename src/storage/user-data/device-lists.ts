@@ -14,7 +14,23 @@ export async function insertDeviceListChange(db: Kysely<Schema>, userId: string)
   return position;
 }
 
-/** The users whose device lists changed in (after, upTo]. */
+/**
+ * Records that the keys of `userIds` changed in a way only `onlyFor` may learn of (signatures made
+ * with its user-signing key); one position for them all, returned.
+ */
+export async function insertPrivateDeviceListChanges(db: Kysely<Schema>, userIds: readonly string[], onlyFor: string): Promise<number> {
+  const position = await allocateStreamPosition(db, 'device_lists');
+  const unique = [...new Set(userIds)];
+  for (let i = 0; i < unique.length; i += IDS_PER_STATEMENT) {
+    await db
+      .insertInto('device_list_changes')
+      .values(unique.slice(i, i + IDS_PER_STATEMENT).map((user_id) => ({ stream_position: position, user_id, only_for: onlyFor })))
+      .execute();
+  }
+  return position;
+}
+
+/** The users whose device lists changed in (after, upTo], for everyone sharing a room with them. */
 export async function usersWithDeviceListChanges(db: Kysely<Schema>, after: number, upTo: number): Promise<Set<string>> {
   const rows = await db
     .selectFrom('device_list_changes')
@@ -22,8 +38,32 @@ export async function usersWithDeviceListChanges(db: Kysely<Schema>, after: numb
     .distinct()
     .where('stream_position', '>', after)
     .where('stream_position', '<=', upTo)
+    .where('only_for', 'is', null)
     .execute();
   return new Set(rows.map((r) => r.user_id));
+}
+
+/**
+ * The device-list changes in (after, upTo] that `userId` may see: `shared`, those for everyone
+ * sharing a room with the changed user; `direct`, those meant for `userId` alone. One statement.
+ */
+export async function deviceListChangesSeenBy(
+  db: Kysely<Schema>,
+  userId: string,
+  after: number,
+  upTo: number,
+): Promise<{ shared: Set<string>; direct: Set<string> }> {
+  const rows = await db
+    .selectFrom('device_list_changes')
+    .select(['user_id', 'only_for'])
+    .where('stream_position', '>', after)
+    .where('stream_position', '<=', upTo)
+    .where((eb) => eb.or([eb('only_for', 'is', null), eb('only_for', '=', userId)]))
+    .execute();
+  const shared = new Set<string>();
+  const direct = new Set<string>();
+  for (const r of rows) (r.only_for === null ? shared : direct).add(r.user_id);
+  return { shared, direct };
 }
 
 export interface MemberEventRef {

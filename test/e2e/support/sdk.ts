@@ -103,8 +103,15 @@ function recordingFetch(baseUrl: string, exchanges: Exchange[]): typeof fetch {
   };
 }
 
-/** Logs in over /_matrix/ with m.login.password (`body` gives the identifier) and makes a client for the session. */
-export async function loginClient(baseUrl: string, body: Omit<sdk.LoginRequest, 'type'>): Promise<SdkClient> {
+/**
+ * Logs in over /_matrix/ with m.login.password (`body` gives the identifier) and makes a client for
+ * the session; `options` are passed on to the client (e.g. crypto callbacks).
+ */
+export async function loginClient(
+  baseUrl: string,
+  body: Omit<sdk.LoginRequest, 'type'>,
+  options: Partial<sdk.ICreateClientOpts> = {},
+): Promise<SdkClient> {
   const exchanges: Exchange[] = [];
   const logLines: string[] = [];
   const logger = new QuietLogger(logLines);
@@ -112,6 +119,7 @@ export async function loginClient(baseUrl: string, body: Omit<sdk.LoginRequest, 
   const anonymous = sdk.createClient({ baseUrl, fetchFn, logger });
   const login = await anonymous.loginRequest({ type: 'm.login.password', ...body } as sdk.LoginRequest);
   const client = sdk.createClient({
+    ...options,
     baseUrl,
     fetchFn,
     logger,
