@@ -104,7 +104,15 @@ async function sectionsOf(
   const facts = await deps.shared.roomFacts(shown, pass.upTo.events);
   const requests: ContentRequest[] = shown
     .filter((p) => withEvents.has(p.roomId))
-    .map((p) => ({ roomId: p.roomId, roomNid: p.roomNid, range: p.range, fullState: p.fullState, visibleFrom: p.joinedFrom }));
+    .map((p) => ({
+      roomId: p.roomId,
+      roomNid: p.roomNid,
+      range: p.range,
+      fullState: p.fullState,
+      visibleFrom: p.joinedFrom,
+      // A room new to the client in an incremental sync: its timeline starts at the room's start.
+      newlyJoined: pass.since !== undefined && p.range.after === undefined,
+    }));
   const contents = await loadRoomContents(db, reader, deps.shared, pass, requests, { facts });
   const ignored = await pass.ignored();
   const unread = await deps.unread.counts(

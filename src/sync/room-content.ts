@@ -26,6 +26,8 @@ export interface ContentRequest {
   readonly stateless?: boolean;
   /** Events at or after this position need no history-visibility check. */
   readonly visibleFrom: number | undefined;
+  /** Joined since the token of an incremental sync (see TimelineRequest). */
+  readonly newlyJoined?: boolean;
 }
 
 export interface RoomContent {
@@ -50,7 +52,13 @@ export async function loadRoomContents(
 ): Promise<Map<string, RoomContent>> {
   const out = new Map<string, RoomContent>();
   if (requests.length === 0) return out;
-  const timelineRequests: TimelineRequest[] = requests.map((r) => ({ roomId: r.roomId, roomNid: r.roomNid, range: r.range, visibleFrom: r.visibleFrom }));
+  const timelineRequests: TimelineRequest[] = requests.map((r) => ({
+    roomId: r.roomId,
+    roomNid: r.roomNid,
+    range: r.range,
+    visibleFrom: r.visibleFrom,
+    ...(r.newlyJoined === true ? { newlyJoined: true } : {}),
+  }));
   const timelines = await loadTimelines(db, reader, shared, pass, timelineRequests);
 
   const stated = requests.filter((r) => r.stateless !== true);

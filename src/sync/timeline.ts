@@ -25,6 +25,11 @@ export interface TimelineRequest {
   readonly range: PositionRange;
   /** Events at or after this position are visible to the user without a history check. */
   readonly visibleFrom: number | undefined;
+  /**
+   * Joined since the token of an incremental sync: the timeline is limited whatever it holds, as
+   * the reference server marks it, since the client has none of the room's history.
+   */
+  readonly newlyJoined?: boolean;
 }
 
 export interface LoadedTimeline {
@@ -150,7 +155,7 @@ async function walk(
   const last = scanned[scanned.length - 1];
   return {
     events: shown,
-    limited: !reachedStart,
+    limited: !reachedStart || r.newlyJoined === true,
     prevBatch: encodeTimelineToken(shown.length > 0 ? shown[0]!.streamOrdering - 1 : r.range.upTo),
     scanned,
     coveredAfter: reachedStart || last === undefined ? (r.range.after ?? 0) : last.streamOrdering - 1,
