@@ -127,7 +127,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(ids(back.chunk), [...later].reverse());
     });
 
-    test('/messages without a from: backwards from the newest event, forwards from the first', async () => {
+    test('/messages without a from: backwards from the newest event, forwards from the first; dir defaults to forwards', async () => {
       const alice = await user('alice');
       const roomId = await alice.createRoom({});
       const sent = [await alice.text(roomId, 'a'), await alice.text(roomId, 'b')];
@@ -141,6 +141,12 @@ for (const { backend, skip } of await serverBackends()) {
       const fromStart = await alice.ok('GET', `/rooms/${enc(roomId)}/messages?dir=f&limit=2`);
       assert.deepEqual(ids(fromStart.chunk), all.slice(0, 2));
       assert.equal(typeof fromStart.end, 'string');
+      // As from the reference server: without dir, forwards; from=END is no from.
+      assert.deepEqual(ids((await alice.ok('GET', `/rooms/${enc(roomId)}/messages?limit=2`)).chunk), all.slice(0, 2));
+      assert.deepEqual(ids((await alice.ok('GET', `/rooms/${enc(roomId)}/messages?dir=b&limit=1&from=END`)).chunk), [c]);
+      const bad = await alice.call('GET', `/rooms/${enc(roomId)}/messages?dir=up`);
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.errcode, 'M_INVALID_PARAM');
     });
 
     test('a filtered page that finds nothing, with the room exhausted, has no end', async () => {
