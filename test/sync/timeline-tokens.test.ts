@@ -197,6 +197,17 @@ for (const { backend, skip } of await serverBackends()) {
       // An initial sync that reaches the room's first event is not limited.
       const initial = await bob.sync({ filter: { room: { timeline: { limit: 50 } } } });
       assert.equal(initial.rooms.join[roomId].timeline.limited, false);
+
+      // A room joined and left again between two syncs is new to the client too.
+      const carol = await user('carol');
+      const c1 = await carol.sync();
+      await carol.join(roomId);
+      await carol.leave(roomId);
+      const c2 = await carol.sync({ since: c1.next_batch, filter: { room: { timeline: { limit: 50 } } } });
+      const left = c2.rooms.leave[roomId];
+      assert.ok(left);
+      assert.equal(left.timeline.events.at(-1).content.membership, 'leave');
+      assert.equal(left.timeline.limited, true);
     });
   });
 }
