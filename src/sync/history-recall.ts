@@ -7,13 +7,13 @@
 // they were away, and the name or topic set meanwhile, where they happened. /messages does not.
 
 import type { Kysely } from 'kysely';
+import { stateKey } from '../protocol/events.js';
 import { isJsonObject } from '../protocol/json.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { canSeeEvent, type StateChange, type VisibilityHistory } from '../rooms/visibility.js';
 import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
 import { stateEntryHistories, type StateEntryChange } from '../storage/sync/events.js';
-import { stateKey } from '../protocol/events.js';
 
 function changes(rows: readonly StateEntryChange[] | undefined, field: string, fallback: string): StateChange[] {
   return (rows ?? []).map((r) => {

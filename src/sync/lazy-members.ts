@@ -66,7 +66,7 @@ export class SentMembers {
     return {
       has: (roomNid, user, eventNid) => members.get(`${roomNid} ${user}`) === eventNid,
       add: (roomNid, user, eventNid) => {
-        // Dropped meanwhile (by age or for room): the device starts over at its next sync.
+        // Dropped meanwhile (too old, or to make room): the device starts over at its next sync.
         if (this.devices.get(key) !== entry) return;
         const k = `${roomNid} ${user}`;
         if (members.delete(k)) this.size--;
