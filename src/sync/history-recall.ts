@@ -1,10 +1,17 @@
 // History visibility for sync timelines: what the rules (rooms/visibility.ts) need per room, read
 // for many rooms at once and kept for the length of one sync.
+//
+// Sync timelines show besides what the rules allow the state events that are still the room's
+// current state, as the reference server does (it passes the current state to its visibility
+// filter as events always to include): a member back in a "joined" room sees who joined while
+// they were away, and the name or topic set meanwhile, where they happened. /messages does not.
 
 import type { Kysely } from 'kysely';
+import { stateKey } from '../protocol/events.js';
 import { isJsonObject } from '../protocol/json.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { canSeeEvent, type StateChange, type VisibilityHistory } from '../rooms/visibility.js';
+import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
 import { stateEntryHistories, type StateEntryChange } from '../storage/sync/events.js';
 
@@ -19,9 +26,11 @@ function changes(rows: readonly StateEntryChange[] | undefined, field: string, f
 export class HistoryRecall {
   private readonly histories = new Map<number, VisibilityHistory>();
 
+  /** `currentSnapshot` gives a room's current state snapshot (the sync's room facts). */
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly userId: string,
+    private readonly currentSnapshot: (roomNid: number) => Promise<number | undefined> = () => Promise.resolve(undefined),
   ) {}
 
   /** Reads the histories of these rooms (those not read yet) in two statements. */
@@ -51,5 +60,25 @@ export class HistoryRecall {
       { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
       this.userId,
     );
+  }
+
+  /** Of these state events of one room, the nids of those that are its current state (one read per event type). */
+  async stillCurrent(roomNid: number, events: readonly StoredEvent[]): Promise<Set<number>> {
+    const out = new Set<number>();
+    const byType = new Map<string, StoredEvent[]>();
+    for (const e of events) {
+      if (e.stateKey === undefined) continue;
+      let list = byType.get(e.type);
+      if (!list) byType.set(e.type, (list = []));
+      list.push(e);
+    }
+    if (byType.size === 0) return out;
+    const snapshot = await this.currentSnapshot(roomNid);
+    if (snapshot === undefined) return out;
+    for (const [type, list] of byType) {
+      const current = await readSnapshotSubset(this.db, snapshot, type, [...new Set(list.map((e) => e.stateKey!))]);
+      for (const e of list) if (current.get(stateKey(type, e.stateKey!)) === e.nid) out.add(e.nid);
+    }
+    return out;
   }
 }

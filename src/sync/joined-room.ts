@@ -9,6 +9,7 @@
 import type { Kysely } from 'kysely';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
+import type { StoredEvent } from '../rooms/stored-event.js';
 import { encodeTimelineToken } from '../rooms/tokens.js';
 import type { Schema } from '../storage/schema.js';
 import { moved, type SyncPass } from './pass.js';
@@ -26,6 +27,8 @@ export interface JoinedRoomExtras {
   readonly accountData: ReadonlyMap<string, JsonObject[]>;
   /** Rooms where the user's own read receipts moved since the token. */
   readonly ownReceipts: ReadonlySet<string>;
+  /** When given, receives the member events of every room section shown (state, then timeline). */
+  readonly memberEvents?: StoredEvent[];
 }
 
 export interface JoinedRoomDeps {
@@ -104,7 +107,15 @@ async function sectionsOf(
   const facts = await deps.shared.roomFacts(shown, pass.upTo.events);
   const requests: ContentRequest[] = shown
     .filter((p) => withEvents.has(p.roomId))
-    .map((p) => ({ roomId: p.roomId, roomNid: p.roomNid, range: p.range, fullState: p.fullState, visibleFrom: p.joinedFrom }));
+    .map((p) => ({
+      roomId: p.roomId,
+      roomNid: p.roomNid,
+      range: p.range,
+      fullState: p.fullState,
+      visibleFrom: p.joinedFrom,
+      // A room new to the client in an incremental sync: its timeline starts at the room's start.
+      newlyJoined: pass.since !== undefined && p.range.after === undefined,
+    }));
   const contents = await loadRoomContents(db, reader, deps.shared, pass, requests, { facts });
   const ignored = await pass.ignored();
   const unread = await deps.unread.counts(
@@ -130,6 +141,9 @@ async function sectionsOf(
     const accountData = extras.accountData.get(plan.roomId) ?? [];
     // A room whose news the filter removed entirely is left out.
     if (!plan.always && timeline.events.length === 0 && state.length === 0 && ephemeral.length === 0 && accountData.length === 0) continue;
+    if (extras.memberEvents !== undefined) {
+      for (const e of [...state, ...timeline.events]) if (e.type === 'm.room.member') extras.memberEvents.push(e);
+    }
     out[plan.roomId] = {
       summary: content?.summary ?? {},
       state: { events: await clientEventsOf(reader, pass, state) },

@@ -34,6 +34,7 @@ export async function leftRoomSections(
       fullState: p.fullState,
       stateless: !p.wasJoined,
       visibleFrom: undefined,
+      newlyJoined: p.newlyJoined,
     })),
   );
   const out: Record<string, LeftRoomSection> = {};

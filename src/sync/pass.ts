@@ -5,6 +5,7 @@
 import { projectEventFields, type CompiledFilter } from '../protocol/filters.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { StreamEvent } from '../storage/sync/events.js';
+import type { DeviceMembers } from './lazy-members.js';
 import type { StreamPositions } from './token.js';
 
 export interface SyncPass {
@@ -17,6 +18,11 @@ export interface SyncPass {
   readonly fullState: boolean;
   /** The time "now" for unsigned.age. */
   readonly now: number;
+  /**
+   * With lazy-loaded members and without include_redundant_members: the member events the device
+   * was already sent, which an incremental sync leaves out of `state` (and adds to).
+   */
+  readonly sentMembers?: DeviceMembers;
   /** The users the requester ignores (m.ignored_user_list). */
   ignored(): Promise<ReadonlySet<string>>;
   /**

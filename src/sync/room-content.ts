@@ -26,6 +26,8 @@ export interface ContentRequest {
   readonly stateless?: boolean;
   /** Events at or after this position need no history-visibility check. */
   readonly visibleFrom: number | undefined;
+  /** Joined since the token of an incremental sync (see TimelineRequest). */
+  readonly newlyJoined?: boolean;
 }
 
 export interface RoomContent {
@@ -50,7 +52,13 @@ export async function loadRoomContents(
 ): Promise<Map<string, RoomContent>> {
   const out = new Map<string, RoomContent>();
   if (requests.length === 0) return out;
-  const timelineRequests: TimelineRequest[] = requests.map((r) => ({ roomId: r.roomId, roomNid: r.roomNid, range: r.range, visibleFrom: r.visibleFrom }));
+  const timelineRequests: TimelineRequest[] = requests.map((r) => ({
+    roomId: r.roomId,
+    roomNid: r.roomNid,
+    range: r.range,
+    visibleFrom: r.visibleFrom,
+    ...(r.newlyJoined === true ? { newlyJoined: true } : {}),
+  }));
   const timelines = await loadTimelines(db, reader, shared, pass, timelineRequests);
 
   const stated = requests.filter((r) => r.stateless !== true);
@@ -94,8 +102,18 @@ export async function loadRoomContents(
   }
   const states = await loadRoomStates(db, reader, pass, stateRequests, gaps, lazy);
 
+  const sent = pass.sentMembers;
   for (const r of requests) {
-    out.set(r.roomId, { timeline: timelines.get(r.roomId)!, state: states.get(r.roomId) ?? [], summary: summaries.get(r.roomId) });
+    const timeline = timelines.get(r.roomId)!;
+    let state = states.get(r.roomId) ?? [];
+    if (sent !== undefined) {
+      // Member events the device already has are not sent again; what it gets now is remembered.
+      if (pass.since !== undefined) state = state.filter((e) => e.type !== MEMBER || !sent.has(r.roomNid, e.stateKey!, e.nid));
+      for (const list of [state, timeline.events]) {
+        for (const e of list) if (e.type === MEMBER && e.stateKey !== undefined) sent.add(r.roomNid, e.stateKey, e.nid);
+      }
+    }
+    out.set(r.roomId, { timeline, state, summary: summaries.get(r.roomId) });
   }
   return out;
 }

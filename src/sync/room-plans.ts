@@ -37,6 +37,8 @@ export interface LeavePlan {
   readonly leaveEvent: StoredEvent;
   /** The user was joined right before leaving (else: a rejected invite, a retracted knock ...). */
   readonly wasJoined: boolean;
+  /** Joined and left again since the token of an incremental sync (the room is new to the client). */
+  readonly newlyJoined: boolean;
 }
 
 export interface StrippedPlan {
@@ -206,6 +208,7 @@ export async function planRooms(
       fullState: !joinedThrough || pass.fullState,
       leaveEvent,
       wasJoined: previousMembership(leaveEvent) === 'join',
+      newlyJoined: since !== undefined && changed !== undefined && previousMembership(changed[0]!) !== 'join' && changed.some((e) => membershipOf(e) === 'join'),
     });
   }
   return { joined, invites, knocks, leaves };

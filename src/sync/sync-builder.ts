@@ -5,6 +5,8 @@
 import type { Kysely } from 'kysely';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
+import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
+import { membersOfRoom } from '../storage/rooms/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { AccountDataChanges } from '../users/account-data.js';
 import type { PresenceEvent } from '../users/presence.js';
@@ -16,7 +18,7 @@ import { joinedRoomSections } from './joined-room.js';
 import { leftRoomSections } from './leaves.js';
 import { moved, projectFields, type SyncPass } from './pass.js';
 import { emptyResponse, type SyncResponse } from './response.js';
-import { planRooms, type MembershipCache } from './room-plans.js';
+import { planRooms, type JoinPlan, type MembershipCache } from './room-plans.js';
 import { encodeSyncToken, type StreamName } from './token.js';
 import type { IgnoredUsers } from './ignored-users.js';
 import type { SharedReads } from './shared-reads.js';
@@ -33,7 +35,10 @@ export interface SyncSources extends EphemeralSources {
   readonly memberships: MembershipCache;
   readonly ignored: IgnoredUsers;
   readonly accountData: { accountDataSince(userId: string, afterPosition: number, options?: { initial?: boolean }): Promise<AccountDataChanges> };
-  readonly presence: { presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]> };
+  readonly presence: {
+    presenceSince(userId: string, afterPosition: number): Promise<PresenceEvent[]>;
+    presenceOf(userIds: readonly string[]): Promise<PresenceEvent[]>;
+  };
   readonly toDevice: {
     toDeviceFor(userId: string, deviceId: string, afterPosition: number, limit?: number, upTo?: number): Promise<ToDeviceBatch>;
   };
@@ -78,19 +83,25 @@ export async function buildSync(src: SyncSources, input: Omit<SyncPass, 'ignored
   const joinedAccountData = new Map([...roomAccountData].filter(([roomId]) => plans.joined.has(roomId)));
 
   const response = emptyResponse('');
+  const memberEvents: StoredEvent[] = [];
   response.rooms.join = await joinedRoomSections(src, pass, plans.joined, {
     ephemeral: ephemeral.events,
     ownReceipts: ephemeral.ownReceipts,
     accountData: joinedAccountData,
+    ...(since !== undefined ? { memberEvents } : {}),
   });
   response.rooms.invite = inviteSections(pass, plans.invites, ignored);
   response.rooms.knock = knockSections(pass, plans.knocks);
   response.rooms.leave = await leftRoomSections(db, reader, src.shared, pass, plans.leaves, roomAccountData);
   response.account_data.events = global;
 
-  if (moved(pass, 'presence')) {
-    const events = await src.presence.presenceSince(userId, since?.presence ?? 0);
-    response.presence.events = events
+  const sharing = since === undefined ? [] : await newlySharing(db, userId, memberEvents, plans.joined.values());
+  if (moved(pass, 'presence') || sharing.length > 0) {
+    const changed = moved(pass, 'presence') ? await src.presence.presenceSince(userId, since?.presence ?? 0) : [];
+    // One event per user; the current presence of those newly sharing a room wins.
+    const byUser = new Map(changed.map((e) => [e.sender, e]));
+    for (const e of await src.presence.presenceOf(sharing)) byUser.set(e.sender, e);
+    response.presence.events = [...byUser.values()]
       .filter((e) => !ignored.has(e.sender) && pass.filter.presence.matches({ type: e.type, sender: e.sender }))
       .map((e) => projectFields(pass, { type: e.type, sender: e.sender, content: { ...e.content } }));
   }
@@ -121,4 +132,32 @@ export async function buildSync(src: SyncSources, input: Omit<SyncPass, 'ignored
 
   response.next_batch = encodeSyncToken(positions);
   return { response, positions, joinedRoomIds };
+}
+
+/**
+ * The users an incremental sync sends the presence of whatever their presence stream did, as the
+ * reference server does: those whose member event in a joined room's state or timeline joins,
+ * invites or knocks them (unless a later one there removes them), and every member of the rooms
+ * the user joined since the token. Not the user.
+ */
+async function newlySharing(
+  db: Kysely<Schema>,
+  userId: string,
+  memberEvents: readonly StoredEvent[],
+  joined: Iterable<JoinPlan>,
+): Promise<string[]> {
+  const users = new Set<string>();
+  for (const e of memberEvents) {
+    if (e.stateKey === undefined) continue;
+    const m = membershipOf(e);
+    if (m === 'join' || m === 'invite' || m === 'knock') users.add(e.stateKey);
+    else users.delete(e.stateKey);
+  }
+  for (const plan of joined) {
+    // A room new to the client in an incremental sync (see room-plans).
+    if (plan.range.after !== undefined) continue;
+    for (const m of await membersOfRoom(db, plan.roomNid, ['join'])) users.add(m.user_id);
+  }
+  users.delete(userId);
+  return [...users];
 }

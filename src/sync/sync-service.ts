@@ -10,6 +10,7 @@ import type { Schema } from '../storage/schema.js';
 import type { StreamEvent } from '../storage/sync/events.js';
 import type { PresenceState } from '../users/presence.js';
 import { IgnoredUsers } from './ignored-users.js';
+import { SentMembers } from './lazy-members.js';
 import type { Notifier } from './notifier.js';
 import type { SyncPass } from './pass.js';
 import { hasContent, type SyncResponse } from './response.js';
@@ -72,10 +73,13 @@ export class SyncService {
   private readonly shared: SharedReads;
   /** Per user, their memberships as the last sync read them (see MembershipCache). */
   private readonly memberships = new Map<string, { at: number; list: readonly MembershipAt[] }>();
+  /** Per device, the lazy-loaded member events it was sent. */
+  private readonly sentMembers: SentMembers;
 
   constructor(private readonly deps: SyncServiceDeps) {
     this.shared = new SharedReads(deps.db, deps.rooms, deps.windowMaxEvents);
     this.now = deps.now ?? Date.now;
+    this.sentMembers = new SentMembers({}, this.now);
     this.maxTimeoutMs = deps.maxTimeoutMs ?? MAX_SYNC_TIMEOUT_MS;
     const memberships = this.memberships;
     this.sources = {
@@ -169,6 +173,7 @@ export class SyncService {
   private pass(req: SyncRequest, filter: CompiledFilter, since: StreamPositions | undefined, fullState: boolean): Omit<SyncPass, 'ignored'> {
     const upTo = since === undefined ? this.currentPositions() : atLeast(this.currentPositions(), since);
     let window: Promise<readonly StreamEvent[] | undefined> | undefined;
+    const dedupe = filter.state.lazyLoadMembers && !filter.state.includeRedundantMembers;
     return {
       userId: req.userId,
       deviceId: req.deviceId,
@@ -176,6 +181,7 @@ export class SyncService {
       since,
       upTo,
       fullState,
+      ...(dedupe ? { sentMembers: this.sentMembers.of(req.userId, req.deviceId, since === undefined) } : {}),
       now: this.now(),
       window: () => (window ??= since === undefined ? Promise.resolve(undefined) : this.shared.window(since.events, upTo.events)),
     };

@@ -25,6 +25,11 @@ export interface TimelineRequest {
   readonly range: PositionRange;
   /** Events at or after this position are visible to the user without a history check. */
   readonly visibleFrom: number | undefined;
+  /**
+   * Joined since the token of an incremental sync: the timeline is limited whatever it holds, as
+   * the reference server marks it, since the client has none of the room's history.
+   */
+  readonly newlyJoined?: boolean;
 }
 
 export interface LoadedTimeline {
@@ -88,7 +93,11 @@ export async function loadTimelines(
   }
   const events = await shared.events([...positions.values()].flat());
   const ignored = await pass.ignored();
-  const history = new HistoryRecall(db, pass.userId);
+  const roomIds = new Map(requests.map((r) => [r.roomNid, r.roomId]));
+  const history = new HistoryRecall(db, pass.userId, async (roomNid) => {
+    const roomId = roomIds.get(roomNid)!;
+    return (await shared.roomFacts([{ roomId, roomNid }], pass.upTo.events)).get(roomId)?.snapshotNid;
+  });
   const firstPages = new Map<string, StoredEvent[]>();
   const needHistory: number[] = [];
   for (const r of requests) {
@@ -115,13 +124,30 @@ async function walk(
   history: HistoryRecall,
 ): Promise<LoadedTimeline> {
   const matcher = pass.filter.timeline;
-  const accept = async (e: StoredEvent): Promise<boolean> => {
-    if (!matcher.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) return false;
-    if (e.stateKey === undefined && ignored.has(e.sender)) return false;
-    // The user's own member events are theirs to see; events after their join need no check.
-    if (e.type === 'm.room.member' && e.stateKey === pass.userId) return true;
-    if (r.visibleFrom !== undefined && e.streamOrdering >= r.visibleFrom) return true;
-    return history.canSee(r.roomNid, e);
+  /** Per event of a page, whether the timeline shows it. */
+  const accepted = async (page: readonly StoredEvent[]): Promise<boolean[]> => {
+    const out: boolean[] = [];
+    const hiddenState: StoredEvent[] = [];
+    for (const e of page) {
+      if (!matcher.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) out.push(false);
+      else if (e.stateKey === undefined && ignored.has(e.sender)) out.push(false);
+      // The user's own member events are theirs to see; events after their join need no check.
+      else if (e.type === 'm.room.member' && e.stateKey === pass.userId) out.push(true);
+      else if (r.visibleFrom !== undefined && e.streamOrdering >= r.visibleFrom) out.push(true);
+      else {
+        const seen = await history.canSee(r.roomNid, e);
+        out.push(seen);
+        if (!seen && e.stateKey !== undefined) hiddenState.push(e);
+      }
+    }
+    // State events the rules hide are shown still when they are the room's current state.
+    if (hiddenState.length > 0) {
+      const current = await history.stillCurrent(r.roomNid, hiddenState);
+      page.forEach((e, i) => {
+        if (current.has(e.nid)) out[i] = true;
+      });
+    }
+    return out;
   };
 
   const scanned: StoredEvent[] = [];
@@ -130,9 +156,10 @@ async function walk(
   let exhausted = page.length < pageSize;
   let full = false;
   for (;;) {
-    for (const e of page) {
+    const verdicts = await accepted(page);
+    for (const [i, e] of page.entries()) {
       scanned.push(e);
-      if (await accept(e)) kept.push(e);
+      if (verdicts[i]) kept.push(e);
       if (kept.length > limit) {
         full = true;
         break;
@@ -150,7 +177,7 @@ async function walk(
   const last = scanned[scanned.length - 1];
   return {
     events: shown,
-    limited: !reachedStart,
+    limited: !reachedStart || r.newlyJoined === true,
     prevBatch: encodeTimelineToken(shown.length > 0 ? shown[0]!.streamOrdering - 1 : r.range.upTo),
     scanned,
     coveredAfter: reachedStart || last === undefined ? (r.range.after ?? 0) : last.streamOrdering - 1,

@@ -206,6 +206,24 @@ export class PresenceService {
   }
 
   /**
+   * For sync: the current presence of these users, whether or not it changed lately (offline for
+   * a user who never had any), for users who just started sharing a room with the syncing user.
+   */
+  async presenceOf(userIds: readonly string[]): Promise<PresenceEvent[]> {
+    if (!this.enabled || userIds.length === 0) return [];
+    const rows = new Map((await selectPresenceSince(this.deps.db, userIds, 0)).map((r) => [r.userId, r]));
+    const now = this.now();
+    return userIds.map((userId) => {
+      const r = rows.get(userId);
+      if (r === undefined) return { type: 'm.presence', sender: userId, content: { presence: 'offline' } };
+      const content = this.contentOf(r, now);
+      if (r.displayname !== null) content.displayname = r.displayname;
+      if (r.avatarUrl !== null) content.avatar_url = r.avatarUrl;
+      return { type: 'm.presence', sender: userId, content };
+    });
+  }
+
+  /**
    * Applies the timeouts: online users idle past the idle timeout become unavailable; users
    * who have not synced within the sync timeout (and are not syncing now) become offline.
    */

@@ -125,7 +125,11 @@ for (const backend of await storageBackends()) {
       // `to` bounds a page.
       const bounded = await h.rooms.messages(alice, roomId, { dir: 'b', limit: 100, to: first.end! });
       assert.deepEqual(bounded.chunk.map((e) => e.event_id), first.chunk.map((e) => e.event_id));
-      assert.equal(bounded.end, undefined);
+      // A page with events has an end, though it reached the bound; from there, nothing and no end.
+      assert.equal(bounded.end, first.end);
+      const beyond = await h.rooms.messages(alice, roomId, { dir: 'b', limit: 100, from: bounded.end!, to: first.end! });
+      assert.deepEqual(beyond.chunk, []);
+      assert.equal(beyond.end, undefined);
     });
 
     test('/messages accepts a sync token as `from`; bad tokens are 400 M_INVALID_PARAM', async () => {
@@ -162,7 +166,10 @@ for (const backend of await storageBackends()) {
       // A sparse filter still walks past the noise; a short page ends the walk.
       const sparse = await page({ types: ['m.reaction'] }, 5);
       assert.deepEqual(sparse.chunk.map((e) => e.type), ['m.reaction']);
-      assert.equal(sparse.end, undefined);
+      assert.equal(typeof sparse.end, 'string');
+      const rest = await h.rooms.messages(alice, roomId, { dir: 'b', limit: 5, filter: { types: ['m.reaction'] }, from: sparse.end! });
+      assert.deepEqual(rest.chunk, []);
+      assert.equal(rest.end, undefined);
       const lazy = await page({ types: ['m.room.message'], lazy_load_members: true });
       assert.deepEqual(lazy.state!.map((e) => e.state_key).sort(), [alice.userId, bob.userId].sort());
     });

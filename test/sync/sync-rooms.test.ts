@@ -7,10 +7,29 @@ import assert from 'node:assert/strict';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, timelineOf, typesOf } from './sync-client.js';
 
-/** Every event is a StrippedStateEvent: exactly these four keys, nothing of the full event. */
-function assertStripped(events: any[]): void {
-  assert.ok(events.length > 0);
-  for (const e of events) assert.deepEqual(Object.keys(e).sort(), ['content', 'sender', 'state_key', 'type'], JSON.stringify(e));
+/**
+ * Invite or knock state: StrippedStateEvents (exactly these four keys, nothing of the full event),
+ * then the user's own member event whole, as the reference server serves it: with its id and
+ * timestamp (clients date the invite by it), without room_id or the stripped state in unsigned.
+ */
+function assertStripped(events: any[], userId: string, membership: string): void {
+  assert.ok(events.length > 1);
+  for (const e of events.slice(0, -1)) assert.deepEqual(Object.keys(e).sort(), ['content', 'sender', 'state_key', 'type'], JSON.stringify(e));
+  const own = events.at(-1);
+  assert.deepEqual(Object.keys(own).sort(), ['content', 'event_id', 'origin_server_ts', 'sender', 'state_key', 'type', 'unsigned'], JSON.stringify(own));
+  assert.equal(own.type, 'm.room.member');
+  assert.equal(own.state_key, userId);
+  assert.equal(own.content.membership, membership);
+  assert.match(own.event_id, /^\$/);
+  assert.ok(own.origin_server_ts > Date.now() - 600_000 && own.origin_server_ts <= Date.now(), `a real timestamp: ${own.origin_server_ts}`);
+  assert.equal(typeof own.unsigned.age, 'number');
+  assert.equal(own.unsigned.invite_room_state, undefined);
+  assert.equal(own.unsigned.knock_room_state, undefined);
+}
+
+/** Events without their ages, which move between two responses. */
+function ageless(events: any[]): any[] {
+  return events.map((e) => (e.unsigned === undefined ? e : { ...e, unsigned: { ...e.unsigned, age: undefined } }));
 }
 
 for (const { backend, skip } of await serverBackends()) {
@@ -127,12 +146,16 @@ for (const { backend, skip } of await serverBackends()) {
       const own = stripped.find((e: any) => e.type === 'm.room.member' && e.state_key === bob.userId);
       assert.equal(own.content.membership, 'invite');
       assert.equal(own.sender, alice.userId);
-      assertStripped(stripped);
+      assertStripped(stripped, bob.userId, 'invite');
       // The inviter's member event rides along; the invitee's own comes last.
       assert.ok(stripped.some((e: any) => e.type === 'm.room.member' && e.state_key === alice.userId));
       assert.equal(stripped.at(-1), own);
+      // The invite is the event that put bob's membership in the room's state.
+      const inState = await alice.ok('GET', `/rooms/${enc(roomId)}/state/m.room.member/${enc(bob.userId)}?format=event`);
+      assert.equal(own.event_id, inState.event_id);
+      assert.equal(own.origin_server_ts, inState.origin_server_ts);
       // An initial sync shows the same stripped state.
-      assert.deepEqual((await bob.sync()).rooms.invite[roomId].invite_state.events, stripped);
+      assert.deepEqual(ageless((await bob.sync()).rooms.invite[roomId].invite_state.events), ageless(stripped));
       // Nothing of the room's timeline reaches an invitee.
       assert.deepEqual(b2.rooms.leave, {});
 
@@ -213,7 +236,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(events.at(-1).type, 'm.room.member');
       assert.equal(events.at(-1).content.membership, 'knock');
       assert.equal(events.at(-1).state_key, bob.userId);
-      assertStripped(events);
+      assertStripped(events, bob.userId, 'knock');
       assert.deepEqual(b2.rooms.join, {});
       // Initial syncs show the knock too.
       assert.ok((await bob.sync()).rooms.knock[roomId]);
@@ -228,8 +251,8 @@ for (const { backend, skip } of await serverBackends()) {
       const invited = (await bob.sync({ since: b4.next_batch })).rooms.invite[fromAlice];
       assert.ok(invited);
       // Invited at creation: the same stripped form as a later invite.
-      assertStripped(invited.invite_state.events);
-      assert.equal(invited.invite_state.events.at(-1).state_key, bob.userId);
+      assertStripped(invited.invite_state.events, bob.userId, 'invite');
+      assert.equal(invited.invite_state.events.at(-1).sender, alice.userId);
     });
 
     test('history visibility "joined" hides what was said before the join', async () => {

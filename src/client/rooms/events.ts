@@ -117,9 +117,11 @@ export function eventRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/rooms/:roomId/messages',
       auth: 'guest',
       handler: async (req) => {
-        const dir = query(req, 'dir') ?? 'b';
+        // As the reference server reads them: `dir` defaults to forwards, and `from=END` is no `from`.
+        const dir = query(req, 'dir') ?? 'f';
         if (dir !== 'b' && dir !== 'f') throw HearthError.invalidParam('dir must be "b" or "f"');
-        const from = query(req, 'from');
+        const given = query(req, 'from');
+        const from = given === 'END' ? undefined : given;
         const to = query(req, 'to');
         const filter = filterParam(req);
         const limit = queryInt(req, 'limit', filter?.limit ?? 10, 0, MAX_LIMIT);

@@ -26,7 +26,12 @@ export interface PageRequest {
 export interface Page {
   /** In the walk's order: newest first backwards, oldest first forwards. */
   readonly events: StoredEvent[];
-  /** Where the next page starts, or undefined when there is nothing more to walk. */
+  /**
+   * Where the next page starts. As the reference server does, it is given whenever the walk met
+   * an event the filter lets through (shown or not), even at the room's end, so that a client
+   * paging forward to the newest event can ask again later; undefined only when the walk reached
+   * the end without meeting any.
+   */
   readonly next: number | undefined;
   /** The position of the first event the walk looked at, if any. */
   readonly firstSeen: number | undefined;
@@ -45,6 +50,7 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
   let cursor = req.from;
   let firstSeen: number | undefined;
   let scanned = 0;
+  let matched = false;
   while (events.length < req.limit && scanned < SCAN_LIMIT) {
     const range =
       req.dir === 'b'
@@ -57,19 +63,21 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
       scanned++;
       firstSeen ??= e.streamOrdering;
       cursor = req.dir === 'b' ? e.streamOrdering - 1 : e.streamOrdering;
+      if (filter !== undefined && !filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
+      matched = true;
       const visible = canSeeEvent(
         req.history,
         { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
         req.userId,
       );
       const ignored = e.stateKey === undefined && req.ignored?.has(e.sender) === true;
-      if (visible && !ignored && (filter === undefined || filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content }))) {
+      if (visible && !ignored) {
         events.push(e);
         if (events.length >= req.limit) break;
       }
     }
     // Fewer rows than asked and all of them consumed: the room (or the `to` bound) is reached.
-    if (rows.length < batch && consumed === rows.length) return { events, next: undefined, firstSeen };
+    if (rows.length < batch && consumed === rows.length) return { events, next: matched ? cursor : undefined, firstSeen };
   }
   return { events, next: cursor, firstSeen };
 }
