@@ -126,7 +126,11 @@ for (const { backend, skip } of await serverBackends()) {
       const ginaJoin = (await messages(bob)).find((e) => e.type === 'm.room.member' && e.state_key === gina.userId && e.content.membership === 'join');
       assert.equal(typeof ginaJoin.content.displayname, 'string');
 
-      assert.deepEqual(await alice.ok('GET', `/profile/${enc(eve.userId)}`), {});
+      // Nothing left in the profile: the whole profile is 404 (as for any empty one), each field {}.
+      const eveProfile = await alice.call('GET', `/profile/${enc(eve.userId)}`);
+      assert.deepEqual([eveProfile.status, eveProfile.body.errcode], [404, 'M_NOT_FOUND']);
+      assert.deepEqual(await alice.ok('GET', `/profile/${enc(eve.userId)}/displayname`), {});
+      assert.deepEqual(await alice.ok('GET', `/profile/${enc(eve.userId)}/avatar_url`), {});
       const ginaProfile = await alice.ok('GET', `/profile/${enc(gina.userId)}`);
       assert.equal(typeof ginaProfile.displayname, 'string');
     });
