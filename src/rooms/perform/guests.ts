@@ -3,11 +3,10 @@
 // reference server does it (no one's power level is needed for that). Guests are known by the
 // `kind: guest` their own member events carry.
 
-import { HearthError } from '../../protocol/errors.js';
 import { serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import type { RoomEvent } from '../../protocol/events.js';
 import type { RoomCore } from '../core.js';
-import { memberContent } from './member-event.js';
+import { memberContent, sentEventIds } from './member-event.js';
 
 function isGuestMember(e: RoomEvent | undefined): boolean {
   const m = e?.content.membership;
@@ -32,13 +31,5 @@ export async function removeGuests(core: RoomCore, roomId: string): Promise<stri
       );
     }),
   );
-  const ids: string[] = [];
-  for (const r of results) {
-    if (r.status === 'fulfilled') {
-      if (r.value !== '') ids.push(r.value);
-    } else if (!(r.reason instanceof HearthError)) {
-      throw r.reason;
-    }
-  }
-  return ids;
+  return sentEventIds(results);
 }

@@ -3,6 +3,7 @@
 // further keys of the client's; a guest's own member events say `kind: guest`, which is how its
 // membership is found when the room stops admitting guests.
 
+import { HearthError } from '../../protocol/errors.js';
 import type { JsonObject } from '../../protocol/json.js';
 import type { RoomCore } from '../core.js';
 
@@ -37,4 +38,21 @@ export async function memberContent(core: RoomCore, target: string, membership: 
   if (options.isDirect === true) content.is_direct = true;
   if (options.guest === true) content.kind = 'guest';
   return content;
+}
+
+/**
+ * The ids of the events that sends to several rooms made ('' for a send that had nothing to do).
+ * A room refusing its send (its power levels, say) must not stop the others; a failure of the
+ * server itself is thrown.
+ */
+export function sentEventIds(results: readonly PromiseSettledResult<string>[]): string[] {
+  const ids: string[] = [];
+  for (const r of results) {
+    if (r.status === 'fulfilled') {
+      if (r.value !== '') ids.push(r.value);
+    } else if (!(r.reason instanceof HearthError)) {
+      throw r.reason;
+    }
+  }
+  return ids;
 }

@@ -2,10 +2,10 @@
 // each, its other content kept. The rooms are updated concurrently, so the events share
 // transactions.
 
-import { HearthError } from '../../protocol/errors.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { roomsOfUser } from '../../storage/rooms/memberships.js';
 import type { MemberProfile, RoomCore } from '../core.js';
+import { sentEventIds } from './member-event.js';
 
 /** Sends the updated member events; returns the ids of the member events now current. */
 export async function updateMemberProfiles(core: RoomCore, userId: string, profile: MemberProfile): Promise<string[]> {
@@ -25,15 +25,5 @@ export async function updateMemberProfiles(core: RoomCore, userId: string, profi
       }),
     ),
   );
-  const ids: string[] = [];
-  for (const r of results) {
-    if (r.status === 'fulfilled') {
-      if (r.value !== '') ids.push(r.value);
-    } else if (!(r.reason instanceof HearthError)) {
-      // A room refusing the update (its power levels, say) must not stop the others; a failure
-      // of the server itself is reported.
-      throw r.reason;
-    }
-  }
-  return ids;
+  return sentEventIds(results);
 }
