@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Environment, type HearthConfig, envName, loadConfig } from '../config/index.js';
 import { type HearthServer, createServer } from '../context.js';
-import { StartupError } from './errors.js';
+import { StartupError, explainFileFailure } from './errors.js';
 import { DEFAULT_CONFIG_FILE, firstAccountNotice, writeDefaultConfig } from './first-run.js';
 import type { BoundListener } from './listeners.js';
 import { SERVE } from './usage.js';
@@ -108,11 +108,15 @@ export async function startServe(args: ServeArgs, io: ServeIo = processIo): Prom
         `(server name ${config.global.server_name}, data in ${config.global.data_dir}).\n`,
     );
   }
+  const failed = (err: unknown) => {
+    const reason = explainFileFailure(err, config.global.data_dir) ?? (err instanceof Error ? err.message : String(err));
+    return new StartupError(`cannot start: ${reason}`, { cause: err });
+  };
   let server: HearthServer;
   try {
     server = await createServer(config);
   } catch (err) {
-    throw new StartupError(`cannot start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw failed(err);
   }
   try {
     const listeners = await server.listen();
@@ -126,7 +130,7 @@ export async function startServe(args: ServeArgs, io: ServeIo = processIo): Prom
     if (notice !== undefined) io.out(notice);
   } catch (err) {
     await server.close().catch(() => undefined);
-    throw new StartupError(`cannot start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw failed(err);
   }
   let stopping: Promise<void> | undefined;
   let markStopped!: () => void;
