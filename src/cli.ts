@@ -1,49 +1,45 @@
 #!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=50
 // The `hearth` command.
 
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateConfig } from './config/index.js';
 import { encodeSigningKeyFile, generateSigningKey } from './protocol/signing.js';
-import { UsageError } from './server/errors.js';
+import { InterruptedError, UsageError } from './server/errors.js';
+import {
+  type CommandUsage,
+  GENERATE_CONFIG,
+  GENERATE_KEYS,
+  HELP,
+  REGISTER,
+  SERVE,
+  VERSION,
+} from './server/usage.js';
 
-const USAGE = `Usage: hearth <command> [options]
-
-Commands:
-  serve [--config FILE] [--http-bind-address HOST:PORT]
-        [--https-bind-address HOST:PORT --tls-cert FILE --tls-key FILE]
-      Run the server (default configuration ./hearth.yaml, written with defaults when absent).
-      The flags override listen.http, listen.https, listen.tls_cert and listen.tls_key.
-  register [--config FILE] --username NAME --password PASSWORD [--admin]
-      Create an account directly in the database.
-  generate-config [--server-name NAME] [--data-dir DIR]
-      Print a complete commented configuration file (defaults: localhost, ./data).
-  generate-keys [--private-key FILE]
-      Write a new Ed25519 signing key to FILE (never overwriting one), or print it.
-  help, --help, -h
-      Show this text.
-`;
+/** The package's version; package.json sits one folder up from both src/ and dist/. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
 
 function generateConfigCommand(args: string[]): void {
-  const { values } = parseArgs({
-    args,
-    options: { 'server-name': { type: 'string' }, 'data-dir': { type: 'string' } },
-    strict: true,
-  });
+  const { values } = parseArgs({ args, options: GENERATE_CONFIG.options, strict: true });
+  const serverName = values['server-name'];
+  const dataDir = values['data-dir'];
   process.stdout.write(
     generateConfig({
-      ...(values['server-name'] !== undefined ? { serverName: values['server-name'] } : {}),
-      ...(values['data-dir'] !== undefined ? { dataDir: values['data-dir'] } : {}),
+      ...(typeof serverName === 'string' ? { serverName } : {}),
+      ...(typeof dataDir === 'string' ? { dataDir } : {}),
     }),
   );
 }
 
 function generateKeysCommand(args: string[]): void {
-  const { values } = parseArgs({ args, options: { 'private-key': { type: 'string' } }, strict: true });
+  const { values } = parseArgs({ args, options: GENERATE_KEYS.options, strict: true });
   const text = encodeSigningKeyFile(generateSigningKey());
   const file = values['private-key'];
-  if (file === undefined) {
+  if (typeof file !== 'string') {
     process.stdout.write(text);
     return;
   }
@@ -53,35 +49,94 @@ function generateKeysCommand(args: string[]): void {
   process.stderr.write(`Wrote a new signing key to ${file}\n`);
 }
 
-const COMMANDS: Record<string, (args: string[]) => void | Promise<void>> = {
+interface Command extends CommandUsage {
+  run(args: string[]): void | Promise<void>;
+}
+
+const COMMANDS: Record<string, Command> = {
   // Loaded on demand: they bring in the whole server, which the other commands do not need.
-  serve: async (args) => (await import('./server/serve.js')).serveCommand(args),
-  register: async (args) => (await import('./server/register.js')).registerCommand(args),
-  'generate-config': generateConfigCommand,
-  'generate-keys': generateKeysCommand,
-  help: () => void process.stdout.write(USAGE),
+  serve: { ...SERVE, run: async (args) => (await import('./server/serve.js')).serveCommand(args) },
+  register: { ...REGISTER, run: async (args) => (await import('./server/register.js')).registerCommand(args) },
+  'generate-config': { ...GENERATE_CONFIG, run: generateConfigCommand },
+  'generate-keys': { ...GENERATE_KEYS, run: generateKeysCommand },
+  version: { ...VERSION, run: () => void process.stdout.write(`${packageVersion()}\n`) },
+  help: { ...HELP, run: () => undefined }, // answered in main()
 };
 
-/** The usual help flags, as a first argument, mean the help command. */
-const HELP_FLAGS = new Set(['--help', '-h']);
+const OVERVIEW = [
+  'Usage: hearth <command> [options]',
+  '',
+  'Commands:',
+  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(17)}${c.summary}`),
+  '',
+  'Run `hearth <command> --help` for the options of a command.',
+  '',
+].join('\n');
+
+/** Flags that stand for a command when they come first. */
+const COMMAND_FLAGS: Record<string, string> = { '--help': 'help', '-h': 'help', '--version': 'version', '-V': 'version' };
+
+function lookup(name: string): Command | undefined {
+  return Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [given, ...rest] = argv;
-  const name = given !== undefined && HELP_FLAGS.has(given) ? 'help' : given;
-  const command = name === undefined ? undefined : COMMANDS[name];
-  if (command === undefined || !Object.hasOwn(COMMANDS, name!)) {
-    process.stderr.write(name === undefined ? USAGE : `Unknown command "${name}"\n\n${USAGE}`);
+  if (given === undefined) {
+    process.stderr.write(OVERVIEW);
     return 2;
   }
+  const name = COMMAND_FLAGS[given] ?? given;
+  const command = lookup(name);
+  if (command === undefined) {
+    process.stderr.write(`Unknown command "${name}"\n\n${OVERVIEW}`);
+    return 2;
+  }
+  if (name === 'help') {
+    const topic = rest[0];
+    if (topic === undefined) {
+      process.stdout.write(OVERVIEW);
+      return 0;
+    }
+    const about = topic === '--help' || topic === '-h' ? HELP : lookup(topic);
+    if (about === undefined || rest.length > 1) {
+      process.stderr.write(`Unknown command "${rest.join(' ')}"\n\n${OVERVIEW}`);
+      return 2;
+    }
+    process.stdout.write(about.usage);
+    return 0;
+  }
+
+  // Bad usage and --help are answered here, from the option table, before a command loads.
+  let help = false;
   try {
-    await command(rest);
+    const { values } = parseArgs({
+      args: rest,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
+    help = values['help'] === true;
+  } catch (err) {
+    process.stderr.write(`hearth ${name}: ${(err as Error).message}\n\n${command.usage}`);
+    return 2;
+  }
+  if (help) {
+    process.stdout.write(command.usage);
+    return 0;
+  }
+  try {
+    await command.run(rest);
     return 0;
   } catch (err) {
     // The message alone: configuration and startup problems are the operator's to fix, and a
-    // stack would bury them. parseArgs and our own checks report bad usage (exit 2).
-    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    // stack would bury them.
     process.stderr.write(`hearth ${name}: ${(err as Error).message}\n`);
-    return usage ? 2 : 1;
+    if (err instanceof InterruptedError) return 130;
+    if (err instanceof UsageError) {
+      process.stderr.write(`Run \`hearth ${name} --help\` for its options.\n`);
+      return 2;
+    }
+    return 1;
   }
 }
 

@@ -17,7 +17,7 @@ import type { SigningKey } from './protocol/signing.js';
 import { type BoundListener, type ListenerSpec, Listeners } from './server/listeners.js';
 import { setUpLogging } from './server/logging.js';
 import { loadOrCreateSigningKey } from './server/signing-key.js';
-import { type Database, openDatabase } from './storage/database.js';
+import { type Database, explainDatabaseFailure, openDatabase, probeDatabase } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
 import { currentStreamPositions } from './storage/streams.js';
@@ -324,17 +324,26 @@ function readPem(path: string, key: string): Buffer {
 
 /** Opens the database and applies every pending migration. */
 export async function openMigratedDatabase(config: HearthConfig): Promise<Database<Schema>> {
-  const database = openDatabase<Schema>({
-    connectionString: config.global.database.connection_string,
-    maxOpenConns: config.global.database.max_open_conns,
-    maxIdleConns: config.global.database.max_idle_conns,
-    connMaxLifetimeSeconds: config.global.database.conn_max_lifetime,
-  });
+  const connectionString = config.global.database.connection_string;
+  // A database that cannot be reached, logged in to or written is the operator's to fix: say
+  // which one and how, rather than what the driver says.
+  const explained = (err: unknown) => {
+    const message = explainDatabaseFailure(connectionString, err);
+    return message === undefined ? err : new Error(message, { cause: err });
+  };
+  let database: Database<Schema> | undefined;
   try {
+    database = openDatabase<Schema>({
+      connectionString,
+      maxOpenConns: config.global.database.max_open_conns,
+      maxIdleConns: config.global.database.max_idle_conns,
+      connMaxLifetimeSeconds: config.global.database.conn_max_lifetime,
+    });
+    await probeDatabase(database.db as Kysely<unknown>);
     await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   } catch (err) {
-    await database.close().catch(() => undefined);
-    throw err;
+    await database?.close().catch(() => undefined);
+    throw explained(err);
   }
   return database;
 }

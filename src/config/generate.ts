@@ -9,7 +9,7 @@ import { KEYS, SECTIONS } from './schema.js';
 export interface GenerateOptions {
   /** written as global.server_name; default "localhost" */
   serverName?: string;
-  /** written as global.data_dir, and the folder of the keys that default into it; default "./data" */
+  /** written as global.data_dir, the folder of the keys that default into it; default "./data" */
   dataDir?: string;
 }
 
@@ -19,9 +19,10 @@ const HEADER = `Hearth configuration.
 
 The layout follows Dendrite's configuration (version 2); keys this server does not know are
 ignored with a warning. Every key is shown at its default value. Relative paths are relative to
-the folder of this file. Environment variables override keys: HEARTH_ followed by the key path
-in capitals with "__" between levels, e.g. HEARTH_GLOBAL__SERVER_NAME=example.org.
-docs/CONFIG.md describes every key.`;
+the folder of this file. Keys whose defaults lie in global.data_dir are commented out, so that
+they follow it: set one only to put that file or folder somewhere else.
+Environment variables override keys: HEARTH_ followed by the key path in capitals with "__"
+between levels, e.g. HEARTH_GLOBAL__SERVER_NAME=example.org. docs/CONFIG.md describes every key.`;
 
 /** Returns YAML text that parseConfig accepts and that yields the same values as the defaults. */
 export function generateConfig(options: GenerateOptions = {}): string {
@@ -58,18 +59,26 @@ export function generateConfig(options: GenerateOptions = {}): string {
     const indent = '  '.repeat(sections.length);
     const name = parts[parts.length - 1]!;
     let doc = record.doc;
-    if (isDataDirDefault(record.default)) doc += ` Default: ${rawDefault(record, '<data_dir>')}.`;
+    // Written out, such a default would stay behind when data_dir moves: shown commented out.
+    const followsDataDir = isDataDirDefault(record.default);
+    if (followsDataDir) doc += ` Default: ${rawDefault(record, '<data_dir>')}, following global.data_dir.`;
     const value =
       record.path === 'global.server_name' ? serverName
       : record.path === 'global.data_dir' ? dataDir
       : rawDefault(record, dataDir);
     if (!opened) blank();
-    out.push(...comment(doc, indent), ...entry(name, value, indent));
+    const lines = entry(name, value, indent);
+    out.push(...comment(doc, indent), ...(followsDataDir ? lines.map((l) => commentedOut(l, indent)) : lines));
     if (record.example !== undefined) {
-      out.push(...entry(name, record.example, indent).map((line) => `${indent}# ${line.slice(indent.length)}`));
+      out.push(...entry(name, record.example, indent).map((line) => commentedOut(line, indent)));
     }
   }
   return `${out.join('\n')}\n`;
+}
+
+/** A YAML line as a comment at the same indentation. */
+function commentedOut(line: string, indent: string): string {
+  return `${indent}# ${line.slice(indent.length)}`;
 }
 
 /** `name: value` lines, lists and mappings as indented blocks (empty ones inline). */

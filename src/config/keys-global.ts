@@ -54,8 +54,10 @@ export const GLOBAL_KEYS = [
     kind: path,
     default: './data',
     doc:
-      'Folder for the SQLite database, media, the signing key and the message-bus store, unless ' +
-      'their own keys name other places. A Hearth addition to the layout.',
+      'Folder for everything the server keeps: the SQLite database (`hearth.db`), the signing key ' +
+      '(`signing.key`), media (`media/`), log files (`logs/`) and the message-bus store ' +
+      '(`jetstream/`), each unless its own key names another place. A relative path is relative to ' +
+      'the configuration file\'s folder. A Hearth addition to the layout.',
   }),
   key({
     path: 'global.private_key',

@@ -1,7 +1,7 @@
 // Key records of the per-service sections (`client_api`, `user_api`, `media_api`, `sync_api`,
 // `federation_api`, `app_service_api`) and of `logging`.
 
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type IgnoredKey, key } from './keys.js';
 import {
   INVALID,
@@ -66,7 +66,7 @@ const logTargetShape = record('log target', {
   params: { kind: { label: 'mapping', parse: (p: unknown) => p }, default: {} },
 });
 
-/** `{type: std|file, level, params: {path}}`; a file target needs params.path (a folder). */
+/** `{type: std|file, level, params: {path}}`; a file target writes into params.path (a folder), by default <data_dir>/logs. */
 const logTarget: Kind<LogTarget> = {
   label: 'log target',
   parse(raw, at, ctx) {
@@ -81,9 +81,9 @@ const logTarget: Kind<LogTarget> = {
       if (name !== 'path') ctx.warn(`${at}.params.${name}`, 'unknown key, ignored');
     }
     if (shape.type === 'std') return { type: 'std', level: shape.level, path: null };
-    const folder = params['path'];
+    const folder = params['path'] ?? (ctx.dataDir === undefined ? undefined : join(ctx.dataDir, 'logs'));
     if (typeof folder !== 'string' || folder === '') {
-      ctx.error(`${at}.params.path`, 'is required for a file target (the folder for log files)');
+      ctx.error(`${at}.params.path`, `must be a folder for the log files, got ${describe(folder)}`);
       return INVALID;
     }
     return { type: 'file', level: shape.level, path: resolve(ctx.baseDir, folder) };
@@ -303,11 +303,12 @@ export const SERVICE_KEYS = [
     kind: list(logTarget),
     default: [{ type: 'std', level: 'info' }],
     doc:
-      'Where logs go: each entry has `type` `std` (standard output) or `file` (with `params.path`, ' +
-      'the folder for log files) and `level` debug, info, warn or error (default info).',
+      'Where logs go: each entry has `type` `std` (standard output) or `file` (to `hearth.log` in ' +
+      'the folder `params.path`, default `<data_dir>/logs`) and `level` debug, info, warn or error ' +
+      '(default info).',
     example: [
       { type: 'std', level: 'info' },
-      { type: 'file', level: 'warn', params: { path: './logs' } },
+      { type: 'file', level: 'warn' },
     ],
   }),
 ];

@@ -23,6 +23,8 @@ export interface ConfigIssue {
 export interface KindContext {
   /** folder that relative paths are resolved against */
   readonly baseDir: string;
+  /** global.data_dir, absolute, for defaults inside it; absent while that key itself is read */
+  readonly dataDir?: string;
   error(path: string, message: string): void;
   warn(path: string, message: string): void;
 }

@@ -110,10 +110,11 @@ export function parseConfig(yamlText: string, options: ParseOptions): LoadedConf
   const dataDirKey = findKey('global.data_dir')!;
   const parsedDataDir = readKey(dataDirKey, file, overrides.get(dataDirKey.path), '', ctx);
   const dataDir = typeof parsedDataDir === 'string' ? parsedDataDir : resolve(baseDir, String(dataDirKey.default));
+  const keyCtx: KindContext = { ...ctx, dataDir };
   const values = new Map<string, unknown>();
   for (const record of KEYS) {
     const value =
-      record === dataDirKey ? parsedDataDir : readKey(record, file, overrides.get(record.path), dataDir, ctx);
+      record === dataDirKey ? parsedDataDir : readKey(record, file, overrides.get(record.path), dataDir, keyCtx);
     if (value !== INVALID) values.set(record.path, value);
   }
 

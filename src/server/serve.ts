@@ -6,9 +6,10 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Environment, type HearthConfig, envName, loadConfig } from '../config/index.js';
 import { type HearthServer, createServer } from '../context.js';
-import { StartupError } from './errors.js';
+import { StartupError, explainFileFailure } from './errors.js';
 import { DEFAULT_CONFIG_FILE, firstAccountNotice, writeDefaultConfig } from './first-run.js';
 import type { BoundListener } from './listeners.js';
+import { SERVE } from './usage.js';
 
 /** Command-line flags and the configuration keys they override. */
 const FLAG_KEYS = {
@@ -42,26 +43,17 @@ export interface ServeArgs {
 }
 
 export function parseServeArgs(args: string[], cwd: string): ServeArgs {
-  const { values } = parseArgs({
-    args,
-    options: {
-      config: { type: 'string', short: 'c' },
-      'http-bind-address': { type: 'string' },
-      'https-bind-address': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-    },
-    strict: true,
-  });
+  const { values } = parseArgs({ args, options: SERVE.options, strict: true });
   const overrides: Partial<Record<Flag, string>> = {};
   for (const flag of Object.keys(FLAG_KEYS) as Flag[]) {
     const value = values[flag];
-    if (value === undefined) continue;
+    if (typeof value !== 'string') continue;
     overrides[flag] = FLAG_KEYS[flag].path && value !== '' ? resolve(cwd, value) : value;
   }
+  const config = values['config'];
   return {
-    configPath: resolve(cwd, values.config ?? DEFAULT_CONFIG_FILE),
-    explicitConfig: values.config !== undefined,
+    configPath: resolve(cwd, typeof config === 'string' ? config : DEFAULT_CONFIG_FILE),
+    explicitConfig: typeof config === 'string',
     overrides,
   };
 }
@@ -108,15 +100,23 @@ export interface RunningServe {
 
 /** Starts the server as `hearth serve` does; does not install signal handlers. */
 export async function startServe(args: ServeArgs, io: ServeIo = processIo): Promise<RunningServe> {
-  if (!args.explicitConfig && writeDefaultConfig(args.configPath)) {
-    io.out(`No configuration found: wrote a default one to ${args.configPath} (server name localhost, data in ./data).\n`);
-  }
+  const wroteDefault = !args.explicitConfig && writeDefaultConfig(args.configPath);
   const config = loadServeConfig(args, io);
+  if (wroteDefault) {
+    io.out(
+      `No configuration found: wrote a default one to ${args.configPath} ` +
+        `(server name ${config.global.server_name}, data in ${config.global.data_dir}).\n`,
+    );
+  }
+  const failed = (err: unknown) => {
+    const reason = explainFileFailure(err, config.global.data_dir) ?? (err instanceof Error ? err.message : String(err));
+    return new StartupError(`cannot start: ${reason}`, { cause: err });
+  };
   let server: HearthServer;
   try {
     server = await createServer(config);
   } catch (err) {
-    throw new StartupError(`cannot start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw failed(err);
   }
   try {
     const listeners = await server.listen();
@@ -130,7 +130,7 @@ export async function startServe(args: ServeArgs, io: ServeIo = processIo): Prom
     if (notice !== undefined) io.out(notice);
   } catch (err) {
     await server.close().catch(() => undefined);
-    throw new StartupError(`cannot start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw failed(err);
   }
   let stopping: Promise<void> | undefined;
   let markStopped!: () => void;

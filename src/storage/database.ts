@@ -3,9 +3,10 @@
 
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely';
 import type Pg from 'pg';
 import { HearthError } from '../protocol/errors.js';
 
@@ -119,4 +120,110 @@ function cachingStatements(sqlite: BetterSqlite3.Database): SqliteDatabase {
       return stmt;
     },
   };
+}
+
+/** Runs a trivial query, so that a database that cannot be reached fails before anything else. */
+export async function probeDatabase(db: Kysely<unknown>): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+const CONFIG_KEY = 'global.database.connection_string';
+
+/** Host, port, database and user a PostgreSQL connection string names; never its password. */
+export function describePostgres(connectionString: string): { host: string; port: string; database: string; user: string } {
+  let url: URL | undefined;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    url = undefined;
+  }
+  const param = (name: string) => url?.searchParams.get(name) ?? undefined;
+  const user = decodeURIComponent(url?.username ?? '') || param('user') || process.env['PGUSER'] || userInfo().username;
+  return {
+    host: param('host') || decodeURIComponent(url?.hostname ?? '') || process.env['PGHOST'] || 'localhost',
+    port: param('port') || url?.port || process.env['PGPORT'] || '5432',
+    database: decodeURIComponent((url?.pathname ?? '').replace(/^\//, '')) || process.env['PGDATABASE'] || user,
+    user,
+  };
+}
+
+/** The errors of an error and of its causes, outermost first. */
+function causes(err: unknown): (Error & { code?: unknown; path?: unknown })[] {
+  const out: (Error & { code?: unknown })[] = [];
+  for (let e: unknown = err; e instanceof Error && out.length < 10; e = (e as { cause?: unknown }).cause) {
+    out.push(e);
+    // A connection to a name with several addresses fails with one error per address.
+    if (e instanceof AggregateError && e.errors[0] instanceof Error) out.push(e.errors[0]);
+  }
+  return out;
+}
+
+/**
+ * What went wrong opening the database, in words an operator can act on, when `err` is a failure
+ * to reach, log in to or open it; undefined for anything else.
+ */
+export function explainDatabaseFailure(connectionString: string, err: unknown): string | undefined {
+  const chain = causes(err);
+  const code = (e: Error & { code?: unknown }) => (typeof e.code === 'string' ? e.code : '');
+  const find = (...codes: string[]) => chain.find((e) => codes.includes(code(e)));
+
+  if (dialectOf(connectionString) === 'postgres') {
+    const { host, port, database, user } = describePostgres(connectionString);
+    const server = `the PostgreSQL server at ${host}:${port}`;
+    const target = `database "${database}" as user "${user}"`;
+    const fix = `The database is set by ${CONFIG_KEY} (or HEARTH_GLOBAL__DATABASE__CONNECTION_STRING).`;
+    if (find('ECONNREFUSED')) {
+      return `cannot reach ${server} (${target}): connection refused. Is PostgreSQL running and listening on that address and port? ${fix}`;
+    }
+    if (find('ENOENT') && host.startsWith('/')) {
+      return `cannot reach ${server} (${target}): there is no PostgreSQL socket in ${host}. Is PostgreSQL running? ${fix}`;
+    }
+    if (find('ENOTFOUND', 'EAI_AGAIN')) {
+      return `cannot reach ${server} (${target}): the host name ${host} does not resolve. ${fix}`;
+    }
+    if (find('ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH')) {
+      return `cannot reach ${server} (${target}): no answer. Is the host up, and does its firewall let port ${port} through? ${fix}`;
+    }
+    if (find('3D000')) {
+      return (
+        `${server} has no database "${database}". Create it (createdb -O ${user} -E UTF8 ${database}) ` +
+        `or correct the database name. ${fix}`
+      );
+    }
+    if (find('28P01')) {
+      return `${server} refused the password of user "${user}" (${target}). Correct the user name and password. ${fix}`;
+    }
+    const refused = find('28000');
+    if (refused) {
+      return (
+        `${server} refused the connection (${target}): ${refused.message}. Create the user ` +
+        `(createuser ${user} --pwprompt), allow the connection in pg_hba.conf, or correct the user name. ${fix}`
+      );
+    }
+    if (chain.some((e) => /client password must be a string|password authentication/i.test(e.message))) {
+      return `${server} asks for a password for user "${user}" (${target}) and none is given. Add it to the connection string. ${fix}`;
+    }
+    const tls = chain.find((e) => /\bSSL\b|certificate/i.test(e.message));
+    if (tls) return `cannot connect to ${server} (${target}): ${tls.message}. Check sslmode in the connection string. ${fix}`;
+    return undefined;
+  }
+
+  const path = resolve(sqlitePath(connectionString));
+  const fix = `The file is set by ${CONFIG_KEY}, by default inside global.data_dir.`;
+  const user = userInfo();
+  const who = `the user running Hearth (${user.username}, uid ${user.uid})`;
+  const denied = find('EACCES', 'EPERM', 'EROFS');
+  if (denied) {
+    const where = typeof denied.path === 'string' ? denied.path : dirname(path);
+    return `cannot create the folder of the SQLite database ${path}: ${where} cannot be written by ${who}. Make it writable, or choose another place. ${fix}`;
+  }
+  if (find('SQLITE_CANTOPEN')) {
+    return `cannot open the SQLite database ${path}: its folder ${dirname(path)} is missing or cannot be written by ${who}. Make it writable, or choose another place. ${fix}`;
+  }
+  if (chain.some((e) => code(e).startsWith('SQLITE_READONLY'))) {
+    return `the SQLite database ${path} (or its folder ${dirname(path)}) is read-only for ${who}. Make both writable. ${fix}`;
+  }
+  if (find('SQLITE_NOTADB')) return `${path} is not a SQLite database. ${fix}`;
+  if (find('ENOTDIR')) return `cannot create the folder of the SQLite database ${path}: a file stands in the way. ${fix}`;
+  return undefined;
 }

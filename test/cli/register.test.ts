@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -10,10 +10,43 @@ import { createServer } from '../../src/context.js';
 
 const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 
-function hearth(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
+/** `hearth <args>` with `input` as its standard input (a pipe, not a terminal). */
+function hearthWithInput(input: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', timeout: 30_000, input });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+const hearth = (...args: string[]) => hearthWithInput('', ...args);
+
+/** Python's pty module gives the command a terminal; Debian's python3 has it. */
+const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+const ON_A_TERMINAL = `
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen = b''
+def read_until(marker):
+    global seen
+    while marker not in seen:
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            sys.exit('the terminal closed before %r: %r' % (marker, seen))
+        seen += chunk
+for prompt, answer in [(b'Password: ', b'typed secret\\r'), (b'Confirm password: ', b'typed secret\\r')]:
+    read_until(prompt)
+    os.write(fd, answer)
+try:
+    while True:
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            break
+        seen += chunk
+except OSError:
+    pass
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode())
+sys.exit(os.waitstatus_to_exitcode(status))
+`;
 
 let dir: string;
 let configPath: string;
@@ -31,9 +64,12 @@ test('register creates accounts that log in, admin only when asked; names are ch
   let r = hearth('register', '--config', configPath, '--username', 'Alice', '--password', 'wonderland', '--admin');
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, 'Created admin account @alice:cli.test\n');
-  r = hearth('register', '--config', configPath, '--username', 'bob', '--password', 'builder');
+  // Without --password, from the first line of standard input (what follows it is not read).
+  r = hearthWithInput('builder\nnot this\n', 'register', '--config', configPath, '--username', 'bob');
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, 'Created account @bob:cli.test\n');
+  r = hearthWithInput('with crlf\r\n', 'register', '--config', configPath, '--username', 'carol');
+  assert.equal(r.code, 0, r.stderr);
 
   r = hearth('register', '--config', configPath, '--username', 'alice', '--password', 'again');
   assert.equal(r.code, 1);
@@ -46,7 +82,8 @@ test('register creates accounts that log in, admin only when asked; names are ch
   const server = await createServer(config, { logger: false });
   try {
     const [listener] = await server.listen();
-    for (const [user, password, admin] of [['alice', 'wonderland', true], ['bob', 'builder', false]] as const) {
+    const accounts = [['alice', 'wonderland', true], ['bob', 'builder', false], ['carol', 'with crlf', false]] as const;
+    for (const [user, password, admin] of accounts) {
       const res = await fetch(`${listener!.url}/_chat/client/v3/login`, {
         method: 'POST',
         body: JSON.stringify({ type: 'm.login.password', identifier: { type: 'm.id.user', user }, password }),
@@ -62,13 +99,29 @@ test('register creates accounts that log in, admin only when asked; names are ch
   }
 });
 
-test('register without a username or password is a usage error', () => {
-  let r = hearth('register', '--config', configPath, '--username', 'carol');
+test('on a terminal, register asks for the password twice without showing it', () => {
+  const r = spawnSync(
+    PYTHON,
+    ['-c', ON_A_TERMINAL, process.execPath, '--import', 'tsx', CLI, 'register', '--config', configPath, '--username', 'dora', '--admin'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.match(r.stdout, /Password: /);
+  assert.match(r.stdout, /Confirm password: /);
+  assert.match(r.stdout, /Created admin account @dora:cli\.test/);
+  assert.doesNotMatch(r.stdout, /typed secret/);
+});
+
+test('register without a username, or without any password, is a usage error; so is an empty one', () => {
+  let r = hearth('register', '--config', configPath, '--username', 'erin');
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /missing --password/);
+  assert.match(r.stderr, /missing --password, and standard input held no password/);
+  r = hearthWithInput('\n', 'register', '--config', configPath, '--username', 'erin');
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /the password is empty/);
   r = hearth('register', '--config', configPath);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /missing --username and --password/);
+  assert.match(r.stderr, /missing --username/);
 });
 
 test('register with a bad configuration lists its problems and exits 1', () => {

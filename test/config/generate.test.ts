@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { KEYS, generateConfig, loadConfig, parseConfig } from '../../src/config/index.js';
+import { isDataDirDefault } from '../../src/config/keys.js';
 import { TempDir, configError, problemLines } from './helpers.js';
 
 const tmp = new TempDir();
@@ -38,17 +39,35 @@ describe('generated configuration', () => {
     assert.equal(config.global.database.connection_string, 'file:/var/lib/hearth/hearth.db');
   });
 
-  test('every key is written out, with a comment above it', () => {
+  test('every key is written out with a comment above it; those inside data_dir commented out', () => {
     const text = generateConfig();
     const tree: unknown = parse(text);
     const lines = text.split('\n');
     for (const record of KEYS) {
-      assert.notEqual(lookup(tree, record.path), undefined, `${record.path} is missing`);
+      const insideDataDir = isDataDirDefault(record.default);
+      assert.equal(lookup(tree, record.path) === undefined, insideDataDir, `${record.path} is ${insideDataDir ? 'pinned' : 'missing'}`);
       const name = record.path.split('.').pop()!;
-      const depth = record.path.split('.').length - 1;
-      const at = lines.findIndex((l) => l.startsWith(`${'  '.repeat(depth)}${name}:`));
+      const indent = '  '.repeat(record.path.split('.').length - 1);
+      const at = lines.findIndex((l) => l.startsWith(`${indent}${insideDataDir ? '# ' : ''}${name}:`));
       assert.ok(at > 0, `${record.path} has no line of its own`);
       assert.match(lines[at - 1]!, /^\s*# /, `${record.path} has no comment`);
+      if (insideDataDir) assert.match(lines[at - 1]!, /global\.data_dir\.$/, record.path);
+    }
+  });
+
+  test('editing data_dir in a generated file moves every file and folder that lies in it', () => {
+    for (const dataDir of [undefined, '/var/lib/hearth']) {
+      const text = generateConfig(dataDir === undefined ? {} : { dataDir });
+      const edited = text.replace(/^ {2}data_dir: .*$/m, '  data_dir: /srv/elsewhere');
+      assert.notEqual(edited, text);
+      const { config } = parseConfig(edited, { baseDir: tmp.path, env: { HEARTH_LOGGING: '[{type: file, level: info}]' } });
+      assert.equal(config.global.data_dir, '/srv/elsewhere');
+      assert.equal(config.global.private_key, '/srv/elsewhere/signing.key');
+      assert.equal(config.global.database.connection_string, 'file:/srv/elsewhere/hearth.db');
+      assert.equal(config.global.jetstream.storage_path, '/srv/elsewhere/jetstream');
+      assert.equal(config.media_api.base_path, '/srv/elsewhere/media');
+      assert.deepEqual(config.logging, [{ type: 'file', level: 'info', path: '/srv/elsewhere/logs' }]);
+      assert.doesNotMatch(edited, /^\s*[a-z_]+: (file:)?(\.\/data|\/var\/lib\/hearth)\//m, 'a path under the old data_dir is pinned');
     }
   });
 

@@ -166,7 +166,7 @@ describe('bad values name their key path', () => {
     ['federation_api:\n  key_perspectives:\n    - server_name: matrix.org\n      keys:\n        - key_id: ed25519:auto\n          public_key: abc\n', 'federation_api.key_perspectives[0].keys[0].public_key: must be the unpadded base64 of a 32-byte key, got "abc"'],
     ['federation_api:\n  send_max_retries: many\n', 'federation_api.send_max_retries: must be a non-negative integer, got "many"'],
     ['logging:\n  - type: std\n    level: verbose\n', 'logging[0].level: must be one of debug, info, warn, error, got "verbose"'],
-    ['logging:\n  - type: std\n  - type: file\n    level: info\n', 'logging[1].params.path: is required for a file target (the folder for log files)'],
+    ['logging:\n  - type: std\n  - type: file\n    params: {path: ""}\n', 'logging[1].params.path: must be a folder for the log files, got ""'],
     ['logging:\n  - level: info\n', 'logging[0].type: is required'],
     ['app_service_config_files: [""]\n', 'app_service_config_files[0]: must be a non-empty path, got ""'],
   ];
@@ -544,6 +544,20 @@ describe('paths', () => {
     assert.equal(config.global.database.connection_string, 'file:/var/lib/hearth/hearth.db');
     assert.equal(config.global.jetstream.storage_path, '/var/lib/hearth/jetstream');
     assert.equal(config.media_api.base_path, '/var/lib/hearth/media');
+  });
+
+  test('a log file target without params.path writes into <data_dir>/logs', () => {
+    const logging = 'logging:\n  - {type: file, level: warn}\n  - {type: file, params: {path: elsewhere}}\n';
+    const relative = parseConfig(MINIMAL + logging, { baseDir: tmp.path }).config;
+    assert.deepEqual(relative.logging, [
+      { type: 'file', level: 'warn', path: join(tmp.path, 'data', 'logs') },
+      { type: 'file', level: 'info', path: join(tmp.path, 'elsewhere') },
+    ]);
+    const moved = parseConfig(MINIMAL + '  data_dir: /var/lib/hearth\n' + logging, {
+      baseDir: tmp.path,
+      env: { HEARTH_GLOBAL__DATA_DIR: '/srv/hearth' },
+    }).config;
+    assert.equal(moved.logging[0]!.path, '/srv/hearth/logs');
   });
 });
 

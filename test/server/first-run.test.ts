@@ -1,4 +1,5 @@
 import { after, before, describe, test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,7 +63,7 @@ describe('the first start of a server without accounts', () => {
     try {
       const token = FIRST_ACCOUNT_TOKEN.exec(out)?.[1];
       assert.ok(token, `no token in:\n${out}`);
-      assert.match(out, /hearth register --config .*hearth\.yaml --username NAME --password PASSWORD --admin/);
+      assert.match(out, /cli\.ts register --config \S*hearth\.yaml --username NAME --admin$/m);
 
       // Open registration is off: without the token, nobody registers.
       const refused = await post(`${baseUrl}/_chat/client/v3/register`, { username: 'mallory', password: 'x', auth: { type: 'm.login.dummy' } });
@@ -88,6 +89,37 @@ describe('the first start of a server without accounts', () => {
       assert.doesNotMatch(next.out, /registration token/);
     } finally {
       await next.running.stop();
+    }
+  });
+
+  test('the printed register command works as printed from any folder', async () => {
+    const folder = configFolder('command');
+    const elsewhere = mkdtempSync(join(tmpdir(), 'hearth-elsewhere-'));
+    const { running, out, baseUrl } = await serve(folder);
+    try {
+      const line = /^ {4}(\S.* register --config .*--username NAME --admin)$/m.exec(out)?.[1];
+      assert.ok(line, `no register command in:\n${out}`);
+      // Through a shell, as an operator pastes it, from a folder that is not the project's; the
+      // password comes on standard input, as the command's usage says.
+      const run = spawnSync('/bin/sh', ['-c', line.replace('NAME', 'pasted')], {
+        cwd: elsewhere,
+        input: 'pasted password\n',
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, PATH: '/usr/bin:/bin' },
+      });
+      assert.equal(run.status, 0, `${line}\n${run.stdout}\n${run.stderr}`);
+      assert.equal(run.stdout, 'Created admin account @pasted:first.test\n');
+      const login = await post(`${baseUrl}/_chat/client/v3/login`, {
+        type: 'm.login.password',
+        identifier: { type: 'm.id.user', user: 'pasted' },
+        password: 'pasted password',
+      });
+      assert.equal(login.status, 200, JSON.stringify(login.body));
+      assert.equal(await running.server.services.accounts.isAdmin('@pasted:first.test'), true);
+    } finally {
+      await running.stop();
+      rmSync(elsewhere, { recursive: true, force: true });
     }
   });
 

@@ -79,12 +79,16 @@ describe('Listeners.close', () => {
   test('lets a request in progress finish, refusing new connections meanwhile', async () => {
     let release!: () => void;
     const go = new Promise<void>((r) => (release = r));
+    let arrived!: () => void;
+    const received = new Promise<void>((r) => (arrived = r));
     const listeners = await Listeners.start((_req, res) => {
+      arrived();
       void go.then(() => res.end('done'));
     }, [{ host: '127.0.0.1', port: 0 }]);
     const url = listeners.bound[0]!.url;
     const inFlight = fetch(url);
-    await new Promise((r) => setTimeout(r, 50));
+    // Closing only once the server has the request: before that, it would be refused too.
+    await received;
     let stopped = false;
     const closing = listeners.close(5000, () => (stopped = true));
     assert.equal(stopped, true);
@@ -99,9 +103,12 @@ describe('Listeners.close', () => {
   });
 
   test('cuts a request that outlasts the grace period', async () => {
-    const listeners = await Listeners.start(() => {}, [{ host: '127.0.0.1', port: 0 }]);
+    let arrived!: () => void;
+    const received = new Promise<void>((r) => (arrived = r));
+    const listeners = await Listeners.start(() => arrived(), [{ host: '127.0.0.1', port: 0 }]);
     const inFlight = fetch(listeners.bound[0]!.url);
-    await new Promise((r) => setTimeout(r, 50));
+    inFlight.catch(() => undefined); // asserted below
+    await received;
     const started = Date.now();
     await listeners.close(200);
     const took = Date.now() - started;

@@ -5,6 +5,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -81,6 +82,23 @@ describe('npm start', () => {
       assert.deepEqual(config.listen.http, { host: '0.0.0.0', port: 8008 });
       assert.equal(parseSigningKeyFile(readFileSync(join(project, 'data', 'signing.key'), 'utf8')).length, 1);
       await npm.waitFor(FIRST_ACCOUNT_TOKEN);
+      // The register command the notice prints runs this installation's CLI from any folder.
+      const line = /^ {4}(\S.* register --config .*--username NAME --admin)$/m.exec(npm.stdout())?.[1];
+      assert.ok(line, npm.stdout());
+      assert.ok(line.includes(join(project, 'hearth.yaml')), line);
+      const elsewhere = mkdtempSync(join(tmpdir(), 'hearth-elsewhere-'));
+      try {
+        const run = spawnSync('/bin/sh', ['-c', line.replace('NAME', 'operator')], {
+          cwd: elsewhere,
+          input: 'operator password\n',
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        assert.equal(run.status, 0, `${line}\n${run.stdout}\n${run.stderr}`);
+        assert.equal(run.stdout, 'Created admin account @operator:localhost\n');
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
       const res = await fetch(`${url}/health`);
       assert.equal(res.status, 200);
       const versions = (await (await fetch(`${url}/_matrix/client/versions`)).json()) as { versions: string[] };

@@ -104,9 +104,14 @@ export function spawnProcess(command: string, args: string[], options: SpawnOpti
   };
 }
 
+/** The node arguments that run `hearth <args>` from the sources, from any folder. */
+export function hearthArgs(args: string[]): string[] {
+  return ['--import', TSX, CLI, ...args];
+}
+
 /** `hearth <args>` from the sources. */
 export function spawnHearth(args: string[], options: SpawnOptions = {}): Hearth {
-  return spawnProcess(process.execPath, ['--import', TSX, CLI, ...args], options);
+  return spawnProcess(process.execPath, hearthArgs(args), options);
 }
 
 /** The URL of the server's first plain (TLS) listener, from its startup notices. */

@@ -234,7 +234,7 @@ describe('hearth serve startup', () => {
     }));
     await assert.rejects(
       serve(['--config', path, '--http-bind-address', '127.0.0.1:0']),
-      (err: unknown) => err instanceof StartupError && /cannot start: .*ECONNREFUSED/.test(err.message),
+      (err: unknown) => err instanceof StartupError && /^cannot start: cannot reach the PostgreSQL server at 127\.0\.0\.1:1 /.test(err.message),
     );
   });
 

@@ -1,0 +1,120 @@
+// The `hearth` command's subcommands: their options (as node:util parseArgs reads them) and their
+// usage texts. Kept apart from the commands themselves so that `--help` and bad usage are answered
+// without loading the server.
+
+import type { ParseArgsConfig } from 'node:util';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface CommandUsage {
+  /** One line for the overview of `hearth help`. */
+  readonly summary: string;
+  /** The full text of `hearth <command> --help`. */
+  readonly usage: string;
+  readonly options: Options;
+}
+
+const HELP_LINE = '  -h, --help                       Show this text.';
+
+export const SERVE: CommandUsage = {
+  summary: 'Run the server.',
+  options: {
+    config: { type: 'string', short: 'c' },
+    'http-bind-address': { type: 'string' },
+    'https-bind-address': { type: 'string' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
+  },
+  usage: `Usage: hearth serve [--config FILE] [--http-bind-address HOST:PORT]
+                    [--https-bind-address HOST:PORT --tls-cert FILE --tls-key FILE]
+
+Runs the server until SIGINT or SIGTERM.
+
+Options:
+  -c, --config FILE                The configuration file (default ./hearth.yaml). Without this
+                                   flag, a missing ./hearth.yaml is written with defaults first.
+  --http-bind-address HOST:PORT    Overrides listen.http.
+  --https-bind-address HOST:PORT   Overrides listen.https (needs a certificate and key).
+  --tls-cert FILE                  Overrides listen.tls_cert.
+  --tls-key FILE                   Overrides listen.tls_key.
+${HELP_LINE}
+`,
+};
+
+export const REGISTER: CommandUsage = {
+  summary: 'Create an account directly in the database.',
+  options: {
+    config: { type: 'string', short: 'c' },
+    username: { type: 'string', short: 'u' },
+    password: { type: 'string', short: 'p' },
+    admin: { type: 'boolean', default: false },
+  },
+  usage: `Usage: hearth register [--config FILE] --username NAME [--password PASSWORD] [--admin]
+
+Creates an account directly in the database, whether the server runs or not. Registration
+settings do not apply; the username rules do.
+
+Without --password, the password is asked for (twice, not shown) when standard input is a
+terminal, and otherwise read from the first line of standard input:
+    printf '%s\\n' "$PASSWORD" | hearth register --username alice
+A password given with --password is visible to other users of the machine (ps) and is kept in
+the shell's history.
+
+Options:
+  -c, --config FILE                The configuration file (default ./hearth.yaml).
+  -u, --username NAME              The new account's user name (the localpart of its user ID).
+  -p, --password PASSWORD          Its password.
+  --admin                          Make the account a server admin.
+${HELP_LINE}
+`,
+};
+
+export const GENERATE_CONFIG: CommandUsage = {
+  summary: 'Print a complete commented configuration file.',
+  options: { 'server-name': { type: 'string' }, 'data-dir': { type: 'string' } },
+  usage: `Usage: hearth generate-config [--server-name NAME] [--data-dir DIR]
+
+Prints a complete configuration file, every key with its explanation, to standard output.
+The database, signing key, media and other files go under the data folder unless their own
+keys are set.
+
+Options:
+  --server-name NAME               global.server_name (default localhost). It is part of every
+                                   user ID and cannot be changed later.
+  --data-dir DIR                   global.data_dir (default ./data, relative to the file's folder).
+${HELP_LINE}
+`,
+};
+
+export const GENERATE_KEYS: CommandUsage = {
+  summary: 'Write a new Ed25519 signing key to a file, or print it.',
+  options: { 'private-key': { type: 'string' } },
+  usage: `Usage: hearth generate-keys [--private-key FILE]
+
+Makes a new Ed25519 signing key. With --private-key, writes it to FILE (readable only by its
+owner), never overwriting an existing file; otherwise prints it. The server also makes its key
+on its first start.
+
+Options:
+  --private-key FILE               Where to write the key.
+${HELP_LINE}
+`,
+};
+
+export const VERSION: CommandUsage = {
+  summary: 'Print the version (also --version, -V).',
+  options: {},
+  usage: `Usage: hearth version   (or hearth --version, hearth -V)
+
+Prints the version of Hearth.
+`,
+};
+
+export const HELP: CommandUsage = {
+  summary: "Show this text, or a command's (also --help, -h).",
+  options: {},
+  usage: `Usage: hearth help [COMMAND]   (or hearth --help, hearth COMMAND --help)
+
+Shows the list of commands, or the options of one.
+`,
+};
