@@ -12,6 +12,9 @@
 import { HearthError } from '../protocol/errors.js';
 import type { Requester } from './route.js';
 
+/** The limits counted per user, kept only when the request succeeds. */
+type PerUserLimit = 'message' | 'room_creation' | 'joins' | 'invites';
+
 /** The limits routes may name. */
 export type RateLimitName =
   | 'message'
@@ -160,10 +163,8 @@ const NO_CHARGES: readonly Charge[] = [];
 
 export class RateLimiter {
   private readonly exempt: ReadonlySet<string>;
-  private readonly message: Buckets;
-  private readonly roomCreation: Buckets;
-  private readonly joins: Buckets;
-  private readonly invites: Buckets;
+  /** The limits counted per user (per address before login). */
+  private readonly perUser: Readonly<Record<PerUserLimit, Buckets>>;
   private readonly loginAddress: Buckets;
   private readonly loginAccount: Buckets;
   private readonly loginFailures: Buckets;
@@ -174,10 +175,12 @@ export class RateLimiter {
     const { limits } = options;
     const now = options.now ?? Date.now;
     this.exempt = new Set(options.exemptUserIds ?? []);
-    this.message = new Buckets('message', limits.message, now);
-    this.roomCreation = new Buckets('room_creation', limits.room_creation, now);
-    this.joins = new Buckets('joins', limits.joins, now);
-    this.invites = new Buckets('invites', limits.invites, now);
+    this.perUser = {
+      message: new Buckets('message', limits.message, now),
+      room_creation: new Buckets('room_creation', limits.room_creation, now),
+      joins: new Buckets('joins', limits.joins, now),
+      invites: new Buckets('invites', limits.invites, now),
+    };
     this.loginAddress = new Buckets('login.address', limits.login.address, now);
     this.loginAccount = new Buckets('login.account', limits.login.account, now);
     this.loginFailures = new Buckets('login.failed_attempts', limits.login.failed_attempts, now);
@@ -198,16 +201,12 @@ export class RateLimiter {
    */
   charge(limit: RateLimitName, ctx: ChargeContext): readonly Charge[] {
     if (ctx.requester !== undefined && this.isExempt(ctx.requester)) return NO_CHARGES;
-    const self = ctx.requester?.userId ?? ctx.address;
     switch (limit) {
       case 'message':
-        return this.takeAll([{ buckets: this.message, key: self, keep: 'success' }]);
       case 'room_creation':
-        return this.takeAll([{ buckets: this.roomCreation, key: self, keep: 'success' }]);
       case 'joins':
-        return this.takeAll([{ buckets: this.joins, key: self, keep: 'success' }]);
       case 'invites':
-        return this.takeAll([{ buckets: this.invites, key: self, keep: 'success' }]);
+        return this.takeAll([{ buckets: this.perUser[limit], key: ctx.requester?.userId ?? ctx.address, keep: 'success' }]);
       case 'registration':
         return this.takeAll([{ buckets: this.registration, key: ctx.address, keep: 'success' }]);
       case 'registration_token_validity':

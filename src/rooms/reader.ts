@@ -32,7 +32,7 @@ import { noneErased, type ErasedSenders } from './erased-users.js';
 import { EventCache, type EventCacheLimits } from './event-cache.js';
 import { RecentEvents } from './recent-events.js';
 import { storedEventFromRow, type StoredEvent } from './stored-event.js';
-import { joinedAt, type StateChange } from './visibility.js';
+import { joinedAt, stateChanges } from './visibility.js';
 
 export type { StreamRange } from '../storage/rooms/events.js';
 
@@ -329,16 +329,7 @@ export class RoomReader {
     }
     if (unsure.length === 0 || viewer === undefined) return out;
     const histories = await stateEntryHistories(this.db, [...new Set(unsure.map((e) => e.roomNid))], 'm.room.member', viewer);
-    const memberships = new Map<number, StateChange[]>();
-    for (const [roomNid, rows] of histories) {
-      memberships.set(
-        roomNid,
-        rows.map((r) => {
-          const m = (JSON.parse(r.json) as { content?: { membership?: unknown } }).content?.membership;
-          return { position: r.position, value: typeof m === 'string' ? m : 'leave' };
-        }),
-      );
-    }
+    const memberships = new Map([...histories].map(([roomNid, rows]) => [roomNid, stateChanges(rows, 'membership', 'leave')]));
     for (const e of unsure) if (!joinedAt(memberships.get(e.roomNid) ?? [], e.streamOrdering)) out.add(e.nid);
     return out;
   }

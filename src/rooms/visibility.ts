@@ -3,6 +3,8 @@
 // function over two small histories: the room's history_visibility changes and the user's
 // membership changes, each with its position on the events stream.
 
+import { isJsonObject } from '../protocol/json.js';
+
 export type HistoryVisibility = 'world_readable' | 'shared' | 'invited' | 'joined';
 
 /** A state value that took effect at an event's position. */
@@ -82,4 +84,16 @@ export function canSeeEvent(history: VisibilityHistory, event: VisibilityEvent, 
  */
 export function joinedAt(membership: readonly StateChange[], position: number): boolean {
   return valueAt(membership, position, false) === 'join';
+}
+
+/**
+ * A state entry's history as changes: each event's `field` of its content, at its position
+ * (`rows` oldest first, each with the event's JSON); an absent or empty value reads as `fallback`.
+ */
+export function stateChanges(rows: readonly { readonly position: number; readonly json: string }[] | undefined, field: string, fallback: string): StateChange[] {
+  return (rows ?? []).map((r) => {
+    const content = (JSON.parse(r.json) as { content?: unknown }).content;
+    const v = isJsonObject(content) ? content[field] : undefined;
+    return { position: r.position, value: typeof v === 'string' && v !== '' ? v : fallback };
+  });
 }

@@ -8,20 +8,11 @@
 
 import type { Kysely } from 'kysely';
 import { stateKey } from '../protocol/events.js';
-import { isJsonObject } from '../protocol/json.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
-import { canSeeEvent, type StateChange, type VisibilityHistory } from '../rooms/visibility.js';
+import { canSeeEvent, stateChanges, type VisibilityHistory } from '../rooms/visibility.js';
 import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
-import { stateEntryHistories, type StateEntryChange } from '../storage/sync/events.js';
-
-function changes(rows: readonly StateEntryChange[] | undefined, field: string, fallback: string): StateChange[] {
-  return (rows ?? []).map((r) => {
-    const content = (JSON.parse(r.json) as { content?: unknown }).content;
-    const v = isJsonObject(content) ? content[field] : undefined;
-    return { position: r.position, value: typeof v === 'string' && v !== '' ? v : fallback };
-  });
-}
+import { stateEntryHistories } from '../storage/sync/events.js';
 
 export class HistoryRecall {
   private readonly histories = new Map<number, VisibilityHistory>();
@@ -43,8 +34,8 @@ export class HistoryRecall {
     ]);
     for (const nid of missing) {
       this.histories.set(nid, {
-        visibility: changes(visibility.get(nid), 'history_visibility', ''),
-        membership: changes(membership.get(nid), 'membership', 'leave'),
+        visibility: stateChanges(visibility.get(nid), 'history_visibility', ''),
+        membership: stateChanges(membership.get(nid), 'membership', 'leave'),
       });
     }
   }

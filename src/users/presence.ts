@@ -17,6 +17,7 @@ import {
   selectPresentUsers,
   upsertPresence,
   type PresenceRow,
+  type PresenceWithProfile,
   type PresenceState,
 } from '../storage/user-data/presence.js';
 import type { Notifier } from '../sync/notifier.js';
@@ -195,14 +196,8 @@ export class PresenceService {
       if (changed.size === 0) return [];
       users = [...changed];
     }
-    const rows = await selectPresenceSince(this.deps.db, users, afterPosition);
     const now = this.now();
-    return rows.map((r) => {
-      const content = this.contentOf(r, now);
-      if (r.displayname !== null) content.displayname = r.displayname;
-      if (r.avatarUrl !== null) content.avatar_url = r.avatarUrl;
-      return { type: 'm.presence', sender: r.userId, content };
-    });
+    return (await selectPresenceSince(this.deps.db, users, afterPosition)).map((r) => this.eventOf(r, now));
   }
 
   /**
@@ -215,11 +210,7 @@ export class PresenceService {
     const now = this.now();
     return userIds.map((userId) => {
       const r = rows.get(userId);
-      if (r === undefined) return { type: 'm.presence', sender: userId, content: { presence: 'offline' } };
-      const content = this.contentOf(r, now);
-      if (r.displayname !== null) content.displayname = r.displayname;
-      if (r.avatarUrl !== null) content.avatar_url = r.avatarUrl;
-      return { type: 'm.presence', sender: userId, content };
+      return r === undefined ? { type: 'm.presence', sender: userId, content: { presence: 'offline' } } : this.eventOf(r, now);
     });
   }
 
@@ -255,6 +246,14 @@ export class PresenceService {
   close(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /** The m.presence event of a row read with its profile. */
+  private eventOf(row: PresenceWithProfile, now: number): PresenceEvent {
+    const content = this.contentOf(row, now);
+    if (row.displayname !== null) content.displayname = row.displayname;
+    if (row.avatarUrl !== null) content.avatar_url = row.avatarUrl;
+    return { type: 'm.presence', sender: row.userId, content };
   }
 
   private contentOf(row: PresenceRow, now: number): PresenceContent {

@@ -16,13 +16,12 @@ export async function redactEvent(
   eventId: string,
   options: { reason?: string; txnId?: string } = {},
 ): Promise<string> {
-  await core.head(roomId);
+  const head = await core.head(roomId);
   const target = await core.reader.event(eventId);
   if (target === undefined || target.rejected) throw HearthError.notFound('Event not found');
   if (target.roomId !== roomId) {
     // As the reference server answers: a member of the room learns that the event is elsewhere;
     // anyone else is refused as the auth rules would refuse their redaction.
-    const head = await core.head(roomId);
     if (head.membership(actor.userId) !== 'join') throw HearthError.forbidden(`User ${actor.userId} is not in room ${roomId}`);
     throw new HearthError(400, 'M_UNKNOWN', 'Cannot redact event from a different room');
   }
