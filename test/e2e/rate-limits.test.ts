@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { LOG_FILE_NAME } from '../../src/server/logging.js';
 import { serverBackends, startTestServer, useTestServer, type TestServer, type TestUser } from '../support/server.js';
 import { enc, request, type Reply } from './support/client.js';
+import { eventually } from '../support/eventually.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = fileURLToPath(new URL('./support/nio-e2ee.py', import.meta.url));
@@ -131,10 +132,7 @@ for (const { backend, skip } of await serverBackends()) {
       // A refusal of our own, to show that refusals reach the log at all.
       assert.equal((await fetch(`${hs.baseUrl}/_matrix/client/v3/no-such-endpoint`)).status, 404);
       let lines: LogLine[] = [];
-      for (let i = 0; i < 50 && !lines.some((l) => l.statusCode === 404); i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        lines = readLog(logDir);
-      }
+      await eventually(() => (lines = readLog(logDir)).some((l) => l.statusCode === 404), 'the probe in the log');
       assert.ok(lines.some((l) => l.statusCode === 404 && l.url === '/_matrix/client/v3/no-such-endpoint'), 'the probe was logged');
       assert.deepEqual(lines.filter((l) => l.statusCode === 429), []);
     });

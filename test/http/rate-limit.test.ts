@@ -8,6 +8,7 @@ import { buildHttpApp } from '../../src/http/app.js';
 import { Buckets, type RateLimitSettings, RateLimitError, RateLimiter, loginAccount } from '../../src/http/rate-limit.js';
 import type { Requester, RouteDef } from '../../src/http/route.js';
 import { HearthError } from '../../src/protocol/errors.js';
+import { eventually } from '../support/eventually.js';
 
 /** Every limit at `burst` actions, draining at one a second. */
 function settings(burst: number): RateLimitSettings {
@@ -201,7 +202,8 @@ describe('rate limits over a real socket', () => {
     // One action drains in 100 s at 0.01 a second.
     assert.ok(body.retry_after_ms > 90_000 && body.retry_after_ms <= 100_000, String(body.retry_after_ms));
     assert.equal(res.headers.get('retry-after'), String(Math.ceil(body.retry_after_ms / 1000)));
-    await new Promise((r) => setTimeout(r, 20));
+    // The line is written as the response finishes, which may be just after the client has it.
+    await eventually(() => lines.some((l) => l['statusCode'] === 429), 'a log line for the 429');
     const refused = lines.filter((l) => l['statusCode'] === 429);
     assert.equal(refused.length, 1, JSON.stringify(lines));
     assert.deepEqual(
@@ -223,9 +225,10 @@ describe('rate limits over a real socket', () => {
   test('unauthenticated routes are counted per address', async () => {
     const login = () => fetch(`${base}/login`, { method: 'POST', body: '{"type":"m.login.token","token":"t"}' });
     for (let i = 0; i < 3; i++) assert.equal((await login()).status, 200);
+    const earlier = lines.length;
     const res = await login();
     assert.equal(res.status, 429);
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => lines.slice(earlier).some((l) => l['statusCode'] === 429), 'a log line for the 429');
     const line = lines.findLast((l) => l['statusCode'] === 429);
     assert.equal(line?.['limit'], 'login.address');
     assert.equal(line?.['client'], '127.0.0.1');

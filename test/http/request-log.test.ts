@@ -9,6 +9,7 @@ import { buildHttpApp } from '../../src/http/app.js';
 import { loggableUrl } from '../../src/http/request-log.js';
 import type { RouteDef } from '../../src/http/route.js';
 import { HearthError } from '../../src/protocol/errors.js';
+import { eventually } from '../support/eventually.js';
 
 const routes: RouteDef[] = [
   { method: 'GET', api: 'client', auth: 'none', versions: ['v3'], path: '/fine', handler: () => ({ body: { ok: true } }) },
@@ -73,8 +74,8 @@ function loggingApp(level: 'info' | 'debug') {
   };
 }
 
-/** Lines are written as the response finishes; give the last one a moment. */
-const settle = () => new Promise((r) => setTimeout(r, 30));
+/** Lines are written as each response finishes, which may be just after the client has it. */
+const logged = (app: { lines: LogLine[] }, count: number) => eventually(() => app.lines.length >= count, `${count} log lines: ${JSON.stringify(app.lines)}`);
 
 describe('at info', () => {
   const app = loggingApp('info');
@@ -84,8 +85,10 @@ describe('at info', () => {
   test('a successful request writes no line', async () => {
     app.lines.length = 0;
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/fine`)).status, 200);
-    await settle();
-    assert.deepEqual(app.lines, []);
+    // A refused request after it is logged; had the success written a line, it would come first.
+    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/denied`)).status, 403);
+    await logged(app, 1);
+    assert.deepEqual(app.lines.map((l) => l['statusCode']), [403]);
   });
 
   test('each 4xx is one line at info: method, URL, status, errcode, message and the client address', async () => {
@@ -94,7 +97,7 @@ describe('at info', () => {
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/nowhere`, { method: 'PUT' })).status, 404);
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/fine`, { method: 'DELETE' })).status, 405);
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/uia`, { method: 'POST' })).status, 401);
-    await settle();
+    await logged(app, 4);
     const pick = (l: LogLine) => ({ level: l.level, msg: l.msg, method: l['method'], url: l['url'], statusCode: l['statusCode'], errcode: l['errcode'], error: l['error'], client: l['client'] });
     assert.deepEqual(app.lines.map(pick), [
       { level: 30, msg: 'request refused', method: 'GET', url: '/_matrix/client/v3/denied?x=1', statusCode: 403, errcode: 'M_FORBIDDEN', error: 'not you', client: '127.0.0.1' },
@@ -110,7 +113,7 @@ describe('at info', () => {
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/mine?access_token=alice-token&a=b`)).status, 404);
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/mine?access_token=sekrit`)).status, 401);
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/nowhere?token=sekrit&client_secret=sekrit&refresh_token=sekrit`)).status, 404);
-    await settle();
+    await logged(app, 3);
     assert.equal(app.lines.length, 3, JSON.stringify(app.lines));
     const [mine, unknown, nowhere] = app.lines as [LogLine, LogLine, LogLine];
     assert.deepEqual([mine['user'], mine['client'], mine['errcode'], mine['url']], ['@alice:hs', undefined, 'M_NOT_FOUND', '/_matrix/client/v3/mine?access_token=<redacted>&a=b']);
@@ -124,7 +127,7 @@ describe('at info', () => {
     const res = await fetch(`${app.base()}/_matrix/client/v3/crash`);
     assert.equal(res.status, 500);
     assert.deepEqual(await res.json(), { errcode: 'M_UNKNOWN', error: 'Internal server error' });
-    await settle();
+    await logged(app, 1);
     assert.equal(app.lines.length, 1, JSON.stringify(app.lines));
     const [line] = app.lines as [LogLine];
     assert.equal(line.level, 50);
@@ -143,7 +146,7 @@ describe('at info', () => {
       socket.on('close', () => resolve());
       socket.resume();
     });
-    await settle();
+    await logged(app, 1);
     assert.equal(app.lines.length, 1, JSON.stringify(app.lines));
     const [line] = app.lines as [LogLine];
     assert.deepEqual([line.level, line.msg, line['statusCode'], line['errcode'], line['client']], [30, 'request refused', 400, 'M_UNKNOWN', '127.0.0.1']);
@@ -159,7 +162,7 @@ describe('at debug', () => {
     app.lines.length = 0;
     const res = await fetch(`${app.base()}/_matrix/client/v3/fine?access_token=sekrit&x=1`);
     assert.equal(res.status, 200);
-    await settle();
+    await logged(app, 2);
     const incoming = app.lines.find((l) => l.msg === 'incoming request');
     const completed = app.lines.find((l) => l.msg === 'request completed');
     assert.ok(incoming && completed, JSON.stringify(app.lines));
@@ -178,7 +181,7 @@ describe('at debug', () => {
     app.lines.length = 0;
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/crash`)).status, 500);
     assert.equal((await fetch(`${app.base()}/_matrix/client/v3/denied`)).status, 403);
-    await settle();
+    await logged(app, 4);
     assert.deepEqual(
       app.lines.map((l) => [l.level, l.msg, l['statusCode']]),
       [

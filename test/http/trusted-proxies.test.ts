@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eventually } from '../support/eventually.js';
 import { serverBackends, useTestServer, type TestServer, type TestUser } from '../support/server.js';
 
 /** A login that fails (no such user): it counts against the address only. */
@@ -18,14 +19,14 @@ function badLogin(hs: TestServer, n: number, forwardedFor?: string): Promise<Res
 /** The address the server recorded for the user's device, once its last-seen write has landed. */
 async function lastSeenIp(hs: TestServer, user: TestUser, forwardedFor?: string): Promise<string | undefined> {
   const headers = { ...hs.auth(user), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) };
-  for (let attempt = 0; attempt < 50; attempt++) {
+  let seen: string | undefined;
+  await eventually(async () => {
     const res = await fetch(`${hs.baseUrl}/_matrix/client/v3/devices/${user.deviceId}`, { headers });
     assert.equal(res.status, 200);
-    const device = (await res.json()) as { last_seen_ip?: string };
-    if (device.last_seen_ip !== undefined) return device.last_seen_ip;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return undefined;
+    seen = ((await res.json()) as { last_seen_ip?: string }).last_seen_ip;
+    return seen !== undefined;
+  }, 'a last-seen address for the device');
+  return seen;
 }
 
 const LIMITS = { enabled: true, login: { address: { per_second: 0.001, burst_count: 2 } } };
