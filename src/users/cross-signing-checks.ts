@@ -3,11 +3,11 @@
 // claims to be made with and checked to be over the key the server holds.
 
 import { decodeBase64Strict } from '../protocol/base64.js';
-import { canonicalJson } from '../protocol/canonical-json.js';
 import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
 import { verifyJsonSignature } from '../protocol/signing.js';
 import type { CrossSigningKeyType, StoredCrossSigningKey, StoredSignature } from '../storage/user-data/cross-signing.js';
+import { isSignatureMap, sameJson } from './device-keys.js';
 
 const ED25519_PUBLIC_KEY_BYTES = 32;
 
@@ -137,16 +137,8 @@ function withoutSignatures(obj: JsonObject): JsonObject {
   return out;
 }
 
-function isSignatureMap(v: JsonValue): boolean {
-  return isJsonObject(v) && Object.values(v).every((forUser) => isJsonObject(forUser) && Object.values(forUser).every((s) => typeof s === 'string'));
-}
-
 function requiredField(obj: JsonObject, key: string, field: string): JsonValue {
   const v = obj[key];
   if (v === undefined) throw new HearthError(400, 'M_MISSING_PARAM', `Missing parameter: ${field}.${key}`);
   return v;
-}
-
-export function sameJson(a: JsonValue, b: JsonValue): boolean {
-  return canonicalJson(a, { strict: false }) === canonicalJson(b, { strict: false });
 }

@@ -33,10 +33,10 @@ import {
   deviceSignature,
   masterKeySignatures,
   parseCrossSigningKey,
-  sameJson,
   SignatureFailure,
   signatureBy,
 } from './cross-signing-checks.js';
+import { sameJson } from './device-keys.js';
 import { passwordStage } from './password-stage.js';
 import { STAGE_PASSWORD, UserInteractiveAuth } from './uia.js';
 
@@ -69,7 +69,6 @@ export interface CrossSigningQueryResult {
   self_signing_keys: JsonObject;
   user_signing_keys: JsonObject;
 }
-
 
 export class CrossSigningService {
   constructor(private readonly deps: CrossSigningServiceDeps) {}

@@ -215,7 +215,8 @@ export class DeviceKeyService {
   }
 }
 
-function sameJson(a: JsonValue, b: JsonValue): boolean {
+/** Whether two JSON values are equal (their canonical forms are). */
+export function sameJson(a: JsonValue, b: JsonValue): boolean {
   return canonicalJson(a, { strict: false }) === canonicalJson(b, { strict: false });
 }
 
@@ -254,7 +255,8 @@ function isStringMap(v: JsonValue | undefined): boolean {
   return isJsonObject(v) && Object.values(v).every((s) => typeof s === 'string');
 }
 
-function isSignatureMap(v: JsonValue | undefined): boolean {
+/** `{user ID: {key ID: signature}}`, every signature a string. */
+export function isSignatureMap(v: JsonValue | undefined): boolean {
   return isJsonObject(v) && Object.values(v).every(isStringMap);
 }
 

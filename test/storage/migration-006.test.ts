@@ -30,7 +30,6 @@ for (const backend of await storageBackends()) {
     });
     after(async () => {
       await database.close();
-      if (database.dialect === 'postgres') await new Promise((r) => setTimeout(r, 100));
       await target.drop();
     });
 

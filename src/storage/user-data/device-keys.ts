@@ -3,6 +3,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { JsonObject } from '../../protocol/json.js';
 import type { Schema } from '../schema.js';
+import { deleteSignaturesMadeWith, deleteSignaturesOn } from './cross-signing.js';
 
 const IDS_PER_STATEMENT = 500;
 
@@ -179,12 +180,8 @@ export async function deleteKeysOfDevices(db: Kysely<Schema>, userId: string, de
     for (const table of ['device_keys', 'one_time_keys', 'fallback_keys'] as const) {
       await db.deleteFrom(table).where('user_id', '=', userId).where('device_id', 'in', batch).execute();
     }
-    await db.deleteFrom('cross_signing_signatures').where('target_user_id', '=', userId).where('target_key_id', 'in', batch).execute();
-    await db
-      .deleteFrom('cross_signing_signatures')
-      .where('signer_user_id', '=', userId)
-      .where('signing_key_id', 'in', batch.map((d) => `ed25519:${d}`))
-      .execute();
+    await deleteSignaturesOn(db, userId, batch);
+    await deleteSignaturesMadeWith(db, userId, batch.map((d) => `ed25519:${d}`));
   }
 }
 

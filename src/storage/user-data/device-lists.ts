@@ -56,6 +56,7 @@ export async function deviceListChangesSeenBy(
   const rows = await db
     .selectFrom('device_list_changes')
     .select(['user_id', 'only_for'])
+    .distinct()
     .where('stream_position', '>', after)
     .where('stream_position', '<=', upTo)
     .where((eb) => eb.or([eb('only_for', 'is', null), eb('only_for', '=', userId)]))
