@@ -1,20 +1,21 @@
-// Building an event against a room head: prev_events are the head's forward extremities, depth
-// one past the deepest of them, auth_events selected from the current state; then hashes and the
-// server's signature, the event id, the size limit, and authorization against the current state.
-// An allowed event advances the head at once; a denied one leaves it untouched.
+// Building a local event against a room head: prev_events are the head's forward extremities (at
+// most 20: more are merged by the next events), depth one past the deepest of them, auth_events
+// selected from the current state; then hashes and the server's signature, the event id, the size
+// limit, and authorization against the current state. An allowed event advances the head at once
+// and becomes a PersistEvent for the writer; a denied one leaves the head untouched.
 
 import { randomBytes } from 'node:crypto';
 import { authTypesForEvent } from '../protocol/auth-events.js';
 import { encodeBase64 } from '../protocol/base64.js';
 import { HearthError } from '../protocol/errors.js';
 import { checkEventAuth, redactionApplies } from '../protocol/event-auth.js';
-import { stateKey, toRoomEvent, type EventReferences, type Pdu, type RoomEvent, type StateKey } from '../protocol/events.js';
+import { stateKey, toRoomEvent, type EventReferences, type RoomEvent, type StateKey } from '../protocol/events.js';
 import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
-import { needsFullSnapshot } from '../storage/rooms/state-snapshots.js';
-import type { EventRef, RoomHead, RoomSummary, SnapshotRef } from './head.js';
+import type { EventRef, RoomHead } from './head.js';
+import type { CurrentStateChange, PersistEvent, StateChange } from './persist-event.js';
 
 /** Largest PDU, as canonical JSON bytes (server-server API, "Size limits"). */
 export const MAX_PDU_BYTES = 65_536;
@@ -33,27 +34,6 @@ export interface EventDraft {
   readonly unsigned?: JsonObject;
   /** For m.room.redaction: the event redacted, as stored, to decide whether the redaction applies. */
   readonly redacts?: RoomEvent;
-}
-
-export interface BuiltEvent {
-  readonly head: RoomHead;
-  readonly ref: EventRef;
-  readonly pdu: Pdu;
-  /** The PDU as JSON: what is stored. */
-  readonly json: string;
-  readonly event: RoomEvent;
-  readonly stateKey: StateKey | undefined;
-  readonly snapshotBefore: SnapshotRef | null;
-  readonly snapshotAfter: SnapshotRef | null;
-  /** Server-side unsigned data (prev_content, replaces_state, invite_room_state ...). */
-  readonly unsigned: JsonObject | undefined;
-  readonly txn: EventDraft['txn'];
-  /** For events that change the current state: the room summary after the event. */
-  readonly summary: RoomSummary | undefined;
-  /** For redactions that take effect: the redacted event's id. */
-  readonly redactionTarget: string | undefined;
-  /** Set by the writer. */
-  streamOrdering: number | undefined;
 }
 
 export interface BuildContext {
@@ -84,10 +64,10 @@ export function redactedRoomEvent(event: RoomEvent, head: RoomHead): RoomEvent {
  * HearthError: 403 M_FORBIDDEN when the auth rules deny it, 413 M_TOO_LARGE past the size
  * limits, 400 M_BAD_JSON for content without a canonical form in this room version.
  */
-export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext): BuiltEvent {
+export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext): PersistEvent {
   const version = head.version;
   checkFieldSizes(draft);
-  const prevRefs = head.extremities;
+  const prevRefs = head.citedExtremities();
   let depth = 0;
   for (const r of prevRefs) if (r.depth > depth) depth = r.depth;
   depth += 1;
@@ -140,20 +120,19 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
   };
   let unsigned: JsonObject | undefined = draft.unsigned === undefined ? undefined : { ...draft.unsigned };
   const snapshotBefore = head.snapshot;
-  let snapshotAfter = snapshotBefore;
+  const changes: StateChange[] = [];
   let key: StateKey | undefined;
   if (draft.stateKey !== undefined) {
     key = stateKey(draft.type, draft.stateKey);
-    const prior = head.setState(key, event, ref);
-    if (prior !== undefined) {
+    const { change } = head.applyState(key, event, ref);
+    const prior = change.prevEvent;
+    if (prior !== null) {
       unsigned = { ...unsigned, replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
     }
-    snapshotAfter = needsFullSnapshot(snapshotBefore)
-      ? { info: undefined, parent: null, chainLength: 0, entries: [...head.stateRefs] }
-      : { info: undefined, parent: snapshotBefore, chainLength: snapshotBefore!.chainLength + 1, entries: [[key, ref]] };
-    head.snapshot = snapshotAfter;
+    changes.push(change);
   }
-  head.extremities = [ref];
+  const extremities = head.extremitiesAfter(prevRefs, ref);
+  head.extremities = extremities;
 
   // A redaction that takes effect on a current state event changes what later auth checks read.
   let redactionTarget: string | undefined;
@@ -165,6 +144,9 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
       stateChanged = head.replaceStateEvent(stateKey(target.type, target.state_key), redactedRoomEvent(target, head)) || stateChanged;
     }
   }
+  const currentState: CurrentStateChange | undefined = stateChanged
+    ? { changes, snapshot: head.snapshot!, summary: head.summary() }
+    : undefined;
 
   return {
     head,
@@ -172,13 +154,18 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     pdu,
     json,
     event,
+    status: 'timeline',
+    rejectionReason: undefined,
+    position: 'stream',
     stateKey: key,
     snapshotBefore,
-    snapshotAfter,
+    snapshotAfter: head.snapshot,
     unsigned,
     txn: draft.txn,
-    summary: stateChanged ? head.summary() : undefined,
+    extremities,
+    currentState,
     redactionTarget,
+    backward: undefined,
     streamOrdering: undefined,
   };
 }

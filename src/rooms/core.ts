@@ -2,9 +2,9 @@
 // memory), building events against them, the writer, idempotent transaction ids, and waking
 // syncs after each commit.
 //
-// Ordering: an event is built synchronously against its room's head, right after the head is in
-// hand, so the events of one room are built one after another and each sees the state its
-// predecessors left; the writer commits them in build order. That is the room's ordered queue.
+// Ordering: everything that decides a room's next event runs in the room's queue (room-queue.ts),
+// one task at a time; a local send's task builds its event synchronously against the head, so each
+// event sees the state its predecessors left. The writer commits events in the order decided.
 
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -16,12 +16,14 @@ import type { Schema } from '../storage/schema.js';
 import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { Notifier } from '../sync/notifier.js';
-import { buildEvent, type BuildContext, type BuiltEvent, type EventDraft } from './builder.js';
+import { buildEvent, type BuildContext, type EventDraft } from './builder.js';
 import { loadRoomHead } from './head-loader.js';
 import type { RoomHead } from './head.js';
 import type { ErasedSenders } from './erased-users.js';
 import type { EventCacheLimits } from './event-cache.js';
+import type { PersistEvent } from './persist-event.js';
 import { RoomReader } from './reader.js';
+import { RoomQueue } from './room-queue.js';
 import { storedEventOf } from './stored-event.js';
 import { TxnIds, type TxnKey } from './txn-ids.js';
 import { EventWriter, type WriteJob } from './writer.js';
@@ -73,6 +75,8 @@ export class RoomCore {
   private readonly loading = new Map<string, Promise<RoomHead | undefined>>();
   private readonly txnIds: TxnIds;
   private readonly maxHeads: number;
+  /** Each room's ordered queue: local sends and received events decide one at a time per room. */
+  readonly queue = new RoomQueue();
   /** Aliases of rooms being created right now, so two creations cannot both take one. */
   readonly reservedAliases = new Set<string>();
 
@@ -140,29 +144,33 @@ export class RoomCore {
     make: (head: RoomHead) => DraftOrExisting,
     txn?: { sender: string; deviceId: string; txnId: string },
   ): Promise<string> {
-    let head: RoomHead;
     for (;;) {
-      head = await this.head(roomId);
-      if (txn !== undefined) {
-        const key: TxnKey = { roomNid: head.roomNid!, sender: txn.sender, deviceId: txn.deviceId };
-        const earlier = await this.txnIds.find(key, txn.txnId);
+      const head = await this.head(roomId);
+      const key: TxnKey | undefined = txn === undefined ? undefined : { roomNid: head.roomNid!, sender: txn.sender, deviceId: txn.deviceId };
+      if (key !== undefined) {
+        const earlier = await this.txnIds.find(key, txn!.txnId);
         if (earlier !== undefined) return earlier;
-        const raced = this.txnIds.peek(key, txn.txnId);
-        if (raced !== undefined) return raced;
       }
-      // A head dropped while this send waited (its write failed, or it was evicted) is reloaded.
-      if (head.live) break;
+      // Decided in the room's queue, without awaiting: the draft and the event see the same head,
+      // and no other send with this transaction id can start in between. The task hands back the
+      // write's promise wrapped, so the queue moves on once the event is decided, not stored.
+      const sent = await this.queue.run(roomId, (): { id: string | Promise<string> } | undefined => {
+        // A head dropped while this send waited (its write failed, or it was evicted) is reloaded.
+        if (!head.live) return undefined;
+        if (key !== undefined) {
+          const raced = this.txnIds.peek(key, txn!.txnId);
+          if (raced !== undefined) return { id: raced };
+        }
+        const draft = make(head);
+        if ('existingEventId' in draft) return { id: draft.existingEventId };
+        const existing = identicalState(head, draft);
+        if (existing !== undefined) return { id: existing };
+        const done = this.write(head, { events: [buildEvent(head, draft, this.build)] });
+        if (key !== undefined) this.txnIds.record(key, txn!.txnId, done);
+        return { id: done };
+      });
+      if (sent !== undefined) return sent.id;
     }
-    // From here to the write, nothing awaits: the draft and the event see the same head, and no
-    // other send with this transaction id can start.
-    const draft = make(head);
-    if ('existingEventId' in draft) return draft.existingEventId;
-    const existing = identicalState(head, draft);
-    if (existing !== undefined) return existing;
-    const built = buildEvent(head, draft, this.build);
-    const done = this.write(head, { events: [built] });
-    if (txn !== undefined) this.txnIds.record({ roomNid: head.roomNid!, sender: txn.sender, deviceId: txn.deviceId }, txn.txnId, done);
-    return done;
   }
 
   /** Queues a job; resolves with the id of its last event once it is stored. */
@@ -180,7 +188,7 @@ export class RoomCore {
   }
 
   /** Writes events built on a head of its own (a new room); registers the head once stored. */
-  async writeNewRoom(head: RoomHead, events: readonly BuiltEvent[], before: WriteJob['before']): Promise<void> {
+  async writeNewRoom(head: RoomHead, events: readonly PersistEvent[], before: WriteJob['before']): Promise<void> {
     await this.write(head, { events, ...(before !== undefined ? { before } : {}) });
     this.remember(head);
   }
@@ -198,18 +206,24 @@ export class RoomCore {
     }
   }
 
-  private committed(events: readonly BuiltEvent[]): void {
+  private committed(events: readonly PersistEvent[]): void {
     this.reader.committed(events.map(storedEventOf));
     const roomIds = new Set<string>();
     const userIds = new Set<string>();
     let position = 0;
     for (const e of events) {
-      roomIds.add(e.head.roomId);
-      if (e.event.type === 'm.room.member' && e.event.state_key !== undefined) userIds.add(e.event.state_key);
       if (e.redactionTarget !== undefined) this.reader.evict(e.redactionTarget);
+      // Only the stream moving wakes syncs; history and off-timeline events are not news.
+      if (e.position !== 'stream') continue;
+      roomIds.add(e.head.roomId);
+      for (const c of e.currentState?.changes ?? []) {
+        if (c.event?.type === 'm.room.member' && c.event.state_key !== undefined) userIds.add(c.event.state_key);
+        if (c.prevEvent?.type === 'm.room.member' && c.prevEvent.state_key !== undefined) userIds.add(c.prevEvent.state_key);
+      }
+      if (e.event.type === 'm.room.member' && e.event.state_key !== undefined) userIds.add(e.event.state_key);
       if (e.streamOrdering! > position) position = e.streamOrdering!;
     }
-    this.notifier.notify({ stream: 'events', position, roomIds: [...roomIds], userIds: [...userIds] });
+    if (position > 0) this.notifier.notify({ stream: 'events', position, roomIds: [...roomIds], userIds: [...userIds] });
   }
 }
 

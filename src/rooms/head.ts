@@ -1,14 +1,19 @@
-// A room's head: what building the next event needs, held in memory. The current state (as the
-// RoomEvents authorization reads), the forward extremities, the current state snapshot, and a
-// summary of the state. Building an event advances the head at once, so events of one room are
-// built one after another against the state their predecessors left; the writer stores them in
-// that order. A head whose write failed is marked dead and reloaded from the database.
+// A room's head: what deciding the room's next event needs, held in memory. The current state (as
+// the RoomEvents authorization reads), the forward extremities, the current state snapshot, and a
+// summary of the state. Accepting an event advances the head at once (inside the room's queue, see
+// room-queue.ts), so each event is decided against the state its predecessors left; the writer
+// stores them in that order. A head whose write failed is marked dead and reloaded from the
+// database.
 
 import type { RoomEvent, StateKey } from '../protocol/events.js';
 import { stateKey } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomVersion } from '../protocol/room-versions.js';
-import type { SnapshotInfo } from '../storage/rooms/state-snapshots.js';
+import { needsFullSnapshot, type SnapshotInfo } from '../storage/rooms/state-snapshots.js';
+import type { StateChange } from './persist-event.js';
+
+/** Most prev events one event cites (server-server API, "PDUs"): more extremities merge over several events. */
+export const MAX_PREV_EVENTS = 20;
 
 /** An event as later events refer to it. */
 export interface EventRef {
@@ -77,6 +82,37 @@ export class RoomHead {
   membership(userId: string): string {
     const m = this.get('m.room.member', userId)?.content.membership;
     return typeof m === 'string' ? m : 'leave';
+  }
+
+  /**
+   * The extremities a new event cites: all of them, or the deepest MAX_PREV_EVENTS (the rest are
+   * merged by later events).
+   */
+  citedExtremities(): EventRef[] {
+    if (this.extremities.length <= MAX_PREV_EVENTS) return this.extremities;
+    return [...this.extremities].sort((a, b) => b.depth - a.depth).slice(0, MAX_PREV_EVENTS);
+  }
+
+  /** The extremities once an event citing `cited` is accepted as `ref` (null: the event is not one). */
+  extremitiesAfter(cited: readonly EventRef[] | readonly string[], ref: EventRef | null): EventRef[] {
+    const gone = new Set(cited.map((c) => (typeof c === 'string' ? c : c.eventId)));
+    const out = this.extremities.filter((r) => !gone.has(r.eventId));
+    if (ref !== null) out.push(ref);
+    return out;
+  }
+
+  /**
+   * Makes `event` the current state at `key` and composes the snapshot after it, on top of the
+   * head's current snapshot. Returns the change and the new snapshot (also the head's now).
+   */
+  applyState(key: StateKey, event: RoomEvent, ref: EventRef): { change: StateChange; snapshot: SnapshotRef } {
+    const prevRef = this.stateRefs.get(key) ?? null;
+    const prevEvent = this.setState(key, event, ref) ?? null;
+    const before = this.snapshot;
+    this.snapshot = needsFullSnapshot(before)
+      ? { info: undefined, parent: null, chainLength: 0, entries: [...this.stateRefs] }
+      : { info: undefined, parent: before, chainLength: before!.chainLength + 1, entries: [[key, ref]] };
+    return { change: { key, event, ref, prevEvent, prevRef }, snapshot: this.snapshot };
   }
 
   /** Records `event` as the current state at its key and keeps the member counts. */

@@ -6,7 +6,7 @@ import { toRoomEvent } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import type { EventRow } from '../storage/rooms/events.js';
-import type { BuiltEvent } from './builder.js';
+import type { PersistEvent } from './persist-event.js';
 
 export interface StoredEvent {
   readonly nid: number;
@@ -74,7 +74,7 @@ export function storedEventFromRow(row: EventRow): StoredEvent {
  * A committed event as a read of its row would give it, without the read: the row's JSON is
  * JSON.stringify of this very PDU, and its unsigned data this object's.
  */
-export function storedEventOf(e: BuiltEvent): StoredEvent {
+export function storedEventOf(e: PersistEvent): StoredEvent {
   const pdu = e.pdu;
   return {
     nid: e.ref.nid!,

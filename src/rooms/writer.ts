@@ -1,24 +1,36 @@
-// The one writer of the room graph. Built events are queued here in the order they were built and
-// committed in batches: whatever was queued while the previous transaction ran goes into the next
-// one, so concurrent sends (into one room or many) share a transaction while a lone sender waits
-// for no one. Everything of an event is in its batch's transaction: the event row and its stream
-// position, state snapshot, room summary, membership, forward extremities and transaction id.
+// The one writer of the room graph. Decided events (PersistEvent: local sends and received PDUs
+// alike) are queued here in the order their rooms' queues decided them, and committed in batches:
+// whatever was queued while the previous transaction ran goes into the next one, so concurrent
+// sends (into one room or many) share a transaction while a lone sender waits for no one. The
+// writer decides nothing. Everything of an event is in its batch's transaction: the event row with
+// its status and stream position, its auth and prev references, its state snapshots, the current
+// state's change (deltas, memberships, joined servers, room summary), forward and backward
+// extremities, the room's latest position and the transaction id.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
-import { parseStateKey, type StateKey } from '../protocol/events.js';
+import { parseStateKey, referenceIds, type StateKey } from '../protocol/events.js';
 import type { Schema } from '../storage/schema.js';
 import { setRedactedBy, type NewEventRow } from '../storage/rooms/events.js';
 import { setForwardExtremities } from '../storage/rooms/extremities.js';
+import {
+  addBackwardExtremities,
+  adjustJoinedServers,
+  allocateBackfillPositions,
+  insertGraphRows,
+  insertStateDeltas,
+  removeBackwardExtremities,
+  setLatestPosition,
+} from '../storage/rooms/graph.js';
 import type { HotRoomQueries } from '../storage/rooms/hot-queries.js';
-import { upsertMembership } from '../storage/rooms/memberships.js';
+import { deleteMembership, upsertMembership } from '../storage/rooms/memberships.js';
 import { updateRoomSummary } from '../storage/rooms/rooms.js';
-import { insertSnapshotEntries, insertSnapshotRow, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
-import type { BuiltEvent } from './builder.js';
+import { insertSnapshotEntries, insertSnapshotRow, type SnapshotInfo, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { RoomHead, SnapshotRef } from './head.js';
+import type { PersistEvent, StateChange } from './persist-event.js';
 
 export interface WriteJob {
-  readonly events: readonly BuiltEvent[];
+  readonly events: readonly PersistEvent[];
   /** Runs first in the transaction, e.g. inserting a new room's row. */
   readonly before?: (trx: Kysely<Schema>) => Promise<void>;
 }
@@ -35,7 +47,7 @@ interface Queued {
 
 export interface WriterHooks {
   /** After a batch commits, with its events in order. */
-  committed(events: readonly BuiltEvent[]): void;
+  committed(events: readonly PersistEvent[]): void;
   /** After a batch failed: these heads are dead and must be reloaded. */
   failed(heads: ReadonlySet<RoomHead>): void;
 }
@@ -133,7 +145,10 @@ export class EventWriter {
   /** Writes the jobs in one transaction; resolves them once it committed. */
   private async commit(jobs: readonly Queued[]): Promise<void> {
     const events = jobs.flatMap((q) => q.job.events);
-    const extremityCounts = await this.db.transaction().execute((trx) => this.persist(trx, jobs, events));
+    const snapshots = new Map<SnapshotRef, SnapshotInfo>();
+    const extremityCounts = await this.db.transaction().execute((trx) => this.persist(trx, jobs, events, snapshots));
+    // Only now: a rolled-back transaction's snapshot rows do not exist.
+    for (const [s, info] of snapshots) s.info = info;
     for (const [head, count] of extremityCounts) head.storedExtremityCount = count;
     try {
       this.hooks.committed(events);
@@ -152,59 +167,111 @@ export class EventWriter {
     this.hooks.failed(heads);
   }
 
-  private async persist(trx: Kysely<Schema>, batch: readonly Queued[], events: readonly BuiltEvent[]): Promise<Map<RoomHead, number>> {
+  private async persist(
+    trx: Kysely<Schema>,
+    batch: readonly Queued[],
+    events: readonly PersistEvent[],
+    snapshots: Map<SnapshotRef, SnapshotInfo>,
+  ): Promise<Map<RoomHead, number>> {
     for (const q of batch) await q.job.before?.(trx);
-    const first = await this.queries.allocateEventPositions(trx, events.length);
-    events.forEach((e, i) => (e.streamOrdering = first + i));
+    await this.allocatePositions(trx, events);
 
-    // Snapshot rows first: event rows point at them. Their entries follow the event rows.
-    const snapshots: { event: BuiltEvent; snapshot: SnapshotRef }[] = [];
+    // Snapshot rows first, parents before children: event rows point at them. Their entries
+    // follow the event rows.
+    const info = (s: SnapshotRef | null): SnapshotInfo | null => (s === null ? null : (snapshots.get(s) ?? s.info ?? null));
+    const writeSnapshot = async (s: SnapshotRef | null, roomNid: number): Promise<void> => {
+      if (s === null || info(s) !== null) return;
+      await writeSnapshot(s.parent, roomNid);
+      snapshots.set(s, await insertSnapshotRow(trx, roomNid, info(s.parent)));
+    };
     for (const e of events) {
-      const s = e.snapshotAfter;
-      if (s === null || s === e.snapshotBefore) continue;
-      const parent = s.parent === null ? null : s.parent.info!;
-      s.info = await insertSnapshotRow(trx, e.head.roomNid!, parent);
-      snapshots.push({ event: e, snapshot: s });
+      await writeSnapshot(e.snapshotBefore, e.head.roomNid!);
+      await writeSnapshot(e.snapshotAfter, e.head.roomNid!);
+      if (e.currentState !== undefined) await writeSnapshot(e.currentState.snapshot, e.head.roomNid!);
     }
 
-    for (const e of events) e.ref.nid = await this.queries.insertEventRow(trx, eventRow(e));
+    for (const e of events) e.ref.nid = await this.queries.insertEventRow(trx, eventRow(e, info));
+    await insertGraphRows(
+      trx,
+      events.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
+    );
 
-    for (const { snapshot } of snapshots) {
+    for (const [snapshot, { nid }] of snapshots) {
       const entries: [number, number][] = [];
       for (const [key, ref] of snapshot.entries) entries.push([await this.keyNid(trx, key), ref.nid!]);
-      await insertSnapshotEntries(trx, snapshot.info!.nid, entries);
+      await insertSnapshotEntries(trx, nid, entries);
     }
 
     for (const e of events) {
-      if (e.event.type === 'm.room.member' && typeof e.event.content.membership === 'string') {
-        await upsertMembership(trx, {
-          roomNid: e.head.roomNid!,
-          userId: e.event.state_key!,
-          membership: e.event.content.membership,
-          eventNid: e.ref.nid!,
-          streamOrdering: e.streamOrdering!,
-        });
-      }
+      if (e.currentState !== undefined) await this.writeStateChanges(trx, e, e.currentState.changes);
       if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
+      if (e.backward !== undefined) {
+        await removeBackwardExtremities(trx, e.head.roomNid!, e.backward.remove);
+        await addBackwardExtremities(trx, e.head.roomNid!, e.backward.add);
+      }
     }
 
-    // Per room: the latest summary and snapshot, and the new forward extremities.
-    const lastOfRoom = new Map<RoomHead, BuiltEvent>();
-    const summaryOfRoom = new Map<RoomHead, BuiltEvent>();
+    // Per room: the latest current state, forward extremities and position.
+    const stateOfRoom = new Map<RoomHead, PersistEvent>();
+    const extremitiesOfRoom = new Map<RoomHead, PersistEvent>();
+    const latestOfRoom = new Map<RoomHead, number>();
     for (const e of events) {
-      lastOfRoom.set(e.head, e);
-      if (e.summary !== undefined) summaryOfRoom.set(e.head, e);
+      if (e.currentState !== undefined) stateOfRoom.set(e.head, e);
+      if (e.extremities !== undefined) extremitiesOfRoom.set(e.head, e);
+      if (e.position === 'stream') latestOfRoom.set(e.head, e.streamOrdering!);
     }
-    for (const [head, e] of summaryOfRoom) {
-      await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: e.snapshotAfter!.info!.nid, ...e.summary });
+    for (const [head, e] of stateOfRoom) {
+      await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
+    for (const [head, position] of latestOfRoom) await setLatestPosition(trx, head.roomNid!, position);
     const counts = new Map<RoomHead, number>();
-    for (const [head, e] of lastOfRoom) {
-      if (head.storedExtremityCount === 1) await this.queries.moveForwardExtremity(trx, head.roomNid!, e.ref.nid!);
-      else await setForwardExtremities(trx, head.roomNid!, [e.ref.nid!], head.storedExtremityCount);
-      counts.set(head, 1);
+    for (const [head, e] of extremitiesOfRoom) {
+      const nids = e.extremities!.map((r) => r.nid!);
+      if (head.storedExtremityCount === 1 && nids.length === 1) await this.queries.moveForwardExtremity(trx, head.roomNid!, nids[0]!);
+      else await setForwardExtremities(trx, head.roomNid!, nids, head.storedExtremityCount);
+      counts.set(head, nids.length);
     }
     return counts;
+  }
+
+  /** Positions on the events stream for timeline events, negative ones for backfilled history. */
+  private async allocatePositions(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
+    const onStream = events.filter((e) => e.position === 'stream');
+    if (onStream.length > 0) {
+      const first = await this.queries.allocateEventPositions(trx, onStream.length);
+      onStream.forEach((e, i) => (e.streamOrdering = first + i));
+    }
+    const backfilled = events.filter((e) => e.position === 'backfill');
+    if (backfilled.length > 0) {
+      const positions = await allocateBackfillPositions(trx, backfilled.length);
+      backfilled.forEach((e, i) => (e.streamOrdering = positions[i]));
+    }
+    for (const e of events) if (e.position === 'none') e.streamOrdering = undefined;
+  }
+
+  /** The current state's deltas, and what follows from member changes: memberships and joined servers. */
+  private async writeStateChanges(trx: Kysely<Schema>, e: PersistEvent, changes: readonly StateChange[]): Promise<void> {
+    if (changes.length === 0) return;
+    const roomNid = e.head.roomNid!;
+    const position = e.streamOrdering!;
+    const deltas = [];
+    const servers = new Map<string, number>();
+    for (const c of changes) {
+      deltas.push({ position, roomNid, stateKeyNid: await this.keyNid(trx, c.key), eventNid: c.ref?.nid ?? null, prevEventNid: c.prevRef?.nid ?? null });
+      const { type, stateKey: userId } = parseStateKey(c.key);
+      if (type !== 'm.room.member') continue;
+      const membership = c.event?.content.membership;
+      if (c.event !== null && typeof membership === 'string') {
+        await upsertMembership(trx, { roomNid, userId, membership, eventNid: c.ref!.nid!, streamOrdering: position });
+      } else {
+        await deleteMembership(trx, roomNid, userId);
+      }
+      const server = userId.slice(userId.indexOf(':') + 1);
+      const change = (membership === 'join' ? 1 : 0) - (c.prevEvent?.content.membership === 'join' ? 1 : 0);
+      if (change !== 0) servers.set(server, (servers.get(server) ?? 0) + change);
+    }
+    await insertStateDeltas(trx, deltas);
+    if (servers.size > 0) await adjustJoinedServers(trx, roomNid, servers);
   }
 
   private async keyNid(trx: Kysely<Schema>, key: StateKey): Promise<number> {
@@ -215,7 +282,7 @@ export class EventWriter {
   }
 }
 
-function eventRow(e: BuiltEvent): Required<NewEventRow> {
+function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo | null): Required<NewEventRow> {
   const pdu = e.pdu;
   return {
     event_id: e.ref.eventId,
@@ -225,15 +292,15 @@ function eventRow(e: BuiltEvent): Required<NewEventRow> {
     sender: pdu.sender,
     origin_server_ts: pdu.origin_server_ts,
     depth: pdu.depth,
-    stream_ordering: e.streamOrdering!,
+    stream_ordering: e.streamOrdering ?? null,
+    status: e.status,
     json: e.json,
     unsigned_json: e.unsigned === undefined ? null : JSON.stringify(e.unsigned),
     redacts: e.event.redacts ?? null,
     redacted_by: null,
-    rejected: 0,
-    rejection_reason: null,
-    state_before_nid: e.snapshotBefore?.info?.nid ?? null,
-    state_after_nid: e.snapshotAfter?.info?.nid ?? null,
+    rejection_reason: e.rejectionReason ?? null,
+    state_before_nid: info(e.snapshotBefore)?.nid ?? null,
+    state_after_nid: info(e.snapshotAfter)?.nid ?? null,
     txn_device_id: e.txn?.deviceId ?? null,
     txn_id: e.txn?.txnId ?? null,
   };

@@ -9,7 +9,8 @@ import type { JsonObject } from '../../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../../protocol/room-versions.js';
 import { aliasRow, insertAlias } from '../../storage/rooms/aliases.js';
 import { insertRoom } from '../../storage/rooms/rooms.js';
-import { buildEvent, type BuiltEvent, type EventDraft } from '../builder.js';
+import { buildEvent, type EventDraft } from '../builder.js';
+import type { PersistEvent } from '../persist-event.js';
 import type { RoomCore } from '../core.js';
 import { RoomHead } from '../head.js';
 import type { Actor } from '../actor.js';
@@ -177,7 +178,7 @@ async function buildAndWriteRoom(
   }
 
   const head = new RoomHead(roomId, version);
-  const built: BuiltEvent[] = [];
+  const built: PersistEvent[] = [];
   try {
     for (const d of drafts) built.push(buildEvent(head, d, core.build));
     invitees.forEach((u, i) => {

@@ -32,6 +32,11 @@ export async function upsertMembership(
     .execute();
 }
 
+/** A user's membership row, when their member event left the room's current state. */
+export async function deleteMembership(trx: Kysely<Schema>, roomNid: number, userId: string): Promise<void> {
+  await trx.deleteFrom('room_memberships').where('room_nid', '=', roomNid).where('user_id', '=', userId).execute();
+}
+
 export async function membershipOf(db: Kysely<Schema>, roomNid: number, userId: string): Promise<MembershipRow | undefined> {
   return db
     .selectFrom('room_memberships')
