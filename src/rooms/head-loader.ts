@@ -10,11 +10,12 @@ import { forwardExtremities } from '../storage/rooms/extremities.js';
 import { roomById } from '../storage/rooms/rooms.js';
 import { getSnapshotInfo, readSnapshotState, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import { redactedRoomEvent } from './builder.js';
-import { RoomHead, type EventRef } from './head.js';
+import { RoomHead, storedSnapshot, type EventRef } from './head.js';
 import type { RoomReader } from './reader.js';
 import { roomEventOf, type StoredEvent } from './stored-event.js';
 
-function refOf(e: StoredEvent, head: RoomHead): EventRef {
+/** A stored event as later events cite it. */
+export function refOf(e: StoredEvent, head: RoomHead): EventRef {
   return {
     eventId: e.eventId,
     depth: e.pdu.depth,
@@ -49,7 +50,7 @@ export async function loadRoomHead(
   }
   const info = await getSnapshotInfo(db, snapshotNid);
   if (info === undefined) throw new Error(`state snapshot ${snapshotNid} of room ${roomId} is missing`);
-  head.snapshot = { info, parent: null, chainLength: info.chainLength, entries: [] };
+  head.snapshot = storedSnapshot(info);
 
   const extremityNids = await forwardExtremities(db, head.roomNid);
   const extremities = await reader.eventsByNids(extremityNids);

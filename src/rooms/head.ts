@@ -32,8 +32,8 @@ export interface SnapshotRef {
   /** The snapshot this one is a delta against; null for a full snapshot. */
   readonly parent: SnapshotRef | null;
   readonly chainLength: number;
-  /** What to write: the changed entries of a delta, or every entry of a full snapshot. */
-  readonly entries: readonly (readonly [StateKey, EventRef])[];
+  /** What to write: the changed entries of a delta (null: the key left the state), or every entry of a full snapshot. */
+  readonly entries: readonly (readonly [StateKey, EventRef | null])[];
 }
 
 /** The summary columns of the rooms table, as they stand after some event. */
@@ -48,6 +48,25 @@ export interface RoomSummary {
   room_type: string | null;
   joined_members: number;
   invited_members: number;
+}
+
+/**
+ * A snapshot holding `parent`'s state with `changed` applied (`whole` is that state in full): a
+ * delta on top of `parent`, or a full snapshot when the chain would grow too long.
+ */
+export function snapshotOn(
+  parent: SnapshotRef | null,
+  changed: readonly (readonly [StateKey, EventRef | null])[],
+  whole: ReadonlyMap<StateKey, EventRef>,
+): SnapshotRef {
+  return needsFullSnapshot(parent)
+    ? { info: undefined, parent: null, chainLength: 0, entries: [...whole] }
+    : { info: undefined, parent, chainLength: parent!.chainLength + 1, entries: changed };
+}
+
+/** A stored snapshot as a parent for new ones. */
+export function storedSnapshot(info: SnapshotInfo): SnapshotRef {
+  return { info, parent: null, chainLength: info.chainLength, entries: [] };
 }
 
 export class RoomHead {
@@ -108,10 +127,7 @@ export class RoomHead {
   applyState(key: StateKey, event: RoomEvent, ref: EventRef): { change: StateChange; snapshot: SnapshotRef } {
     const prevRef = this.stateRefs.get(key) ?? null;
     const prevEvent = this.setState(key, event, ref) ?? null;
-    const before = this.snapshot;
-    this.snapshot = needsFullSnapshot(before)
-      ? { info: undefined, parent: null, chainLength: 0, entries: [...this.stateRefs] }
-      : { info: undefined, parent: before, chainLength: before!.chainLength + 1, entries: [[key, ref]] };
+    this.snapshot = snapshotOn(this.snapshot, [[key, ref]], this.stateRefs);
     return { change: { key, event, ref, prevEvent, prevRef }, snapshot: this.snapshot };
   }
 
@@ -124,6 +140,16 @@ export class RoomHead {
     }
     this.state.set(key, event);
     this.stateRefs.set(key, ref);
+    return prior;
+  }
+
+  /** Removes a key from the current state (a resolution dropped it). */
+  removeState(key: StateKey): RoomEvent | undefined {
+    const prior = this.state.get(key);
+    if (prior === undefined) return undefined;
+    if (prior.type === 'm.room.member') this.count(prior.content.membership, -1);
+    this.state.delete(key);
+    this.stateRefs.delete(key);
     return prior;
   }
 

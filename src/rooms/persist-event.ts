@@ -60,6 +60,8 @@ export interface PersistEvent {
   readonly extremities: readonly EventRef[] | undefined;
   /** The change to the room's current state; undefined when it does not change. */
   readonly currentState: CurrentStateChange | undefined;
+  /** A redaction stored earlier that takes effect on this event (it arrived before its target). */
+  readonly redactedBy?: string | undefined;
   /** For a redaction that takes effect: the redacted event's id. */
   readonly redactionTarget: string | undefined;
   /** Prev events the server lacks (added) and ones it now has (removed) as backward extremities. */

@@ -197,8 +197,8 @@ export class EventWriter {
     );
 
     for (const [snapshot, { nid }] of snapshots) {
-      const entries: [number, number][] = [];
-      for (const [key, ref] of snapshot.entries) entries.push([await this.keyNid(trx, key), ref.nid!]);
+      const entries: [number, number | null][] = [];
+      for (const [key, ref] of snapshot.entries) entries.push([await this.keyNid(trx, key), ref === null ? null : ref.nid!]);
       await insertSnapshotEntries(trx, nid, entries);
     }
 
@@ -297,7 +297,7 @@ function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo
     json: e.json,
     unsigned_json: e.unsigned === undefined ? null : JSON.stringify(e.unsigned),
     redacts: e.event.redacts ?? null,
-    redacted_by: null,
+    redacted_by: e.redactedBy ?? null,
     rejection_reason: e.rejectionReason ?? null,
     state_before_nid: info(e.snapshotBefore)?.nid ?? null,
     state_after_nid: info(e.snapshotAfter)?.nid ?? null,

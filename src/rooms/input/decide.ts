@@ -1,0 +1,319 @@
+// Deciding a received event, inside its room's queue: checks 4–6 of the server-server API's
+// "Checks performed on receipt of a PDU", and the PersistEvent that says how it is stored.
+//   4. Authorized by its own auth_events, else rejected.
+//   5. Authorized by the state before it (its prev events' states, resolved), else rejected.
+//   6. Authorized by the room's current state, else soft-failed: stored, never served, not an
+//      extremity.
+// An accepted event moves the forward extremities (it replaces the prev events it cites), and the
+// current state becomes the resolution of the extremities' states. Everything the decision needs
+// from other servers was fetched before the task was queued (receive.ts); here only the database
+// is read, and only off the fast path: an event citing exactly the room's extremities is decided
+// against the head in memory, as a local event is.
+
+import type { Kysely } from 'kysely';
+import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
+import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
+import { referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey } from '../../protocol/events.js';
+import type { JsonObject } from '../../protocol/json.js';
+import { resolveState } from '../../protocol/state-res/index.js';
+import type { Schema } from '../../storage/schema.js';
+import { getSnapshotInfo, readSnapshot } from '../../storage/rooms/state-snapshots.js';
+import { redactedRoomEvent } from '../builder.js';
+import { refOf } from '../head-loader.js';
+import { snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
+import type { CurrentStateChange, PersistEvent, StateChange } from '../persist-event.js';
+import type { RoomReader } from '../reader.js';
+import { roomEventOf, type StoredEvent } from '../stored-event.js';
+import { StoredStateSource } from './state-source.js';
+
+/** A received PDU that passed checks 1–3. */
+export interface Candidate {
+  readonly pdu: Pdu;
+  readonly json: string;
+  /** The event as authorization reads it (redacted when its content hash did not match). */
+  readonly event: RoomEvent;
+  readonly ref: EventRef;
+}
+
+/** What was gathered for the decision before the room's queue was entered. */
+export interface Gathered {
+  /** The event's auth events that are stored, by id (missing ones are absent). */
+  readonly authEvents: ReadonlyMap<string, StoredEvent>;
+  /** The state before the event as another server gave it, when its prev events' states could not be had. */
+  readonly stateOverride?: ReadonlyMap<StateKey, StoredEvent>;
+  /** Prev events this server does not have (they become backward extremities). */
+  readonly missingPrev: readonly string[];
+  /** A stored event already cites this one (it arrived late): it cannot be an extremity. */
+  readonly citedByStored: boolean;
+  /** A stored redaction of this event that takes effect on it. */
+  readonly redactedBy?: string;
+}
+
+export interface DecideDeps {
+  readonly db: Kysely<Schema>;
+  readonly reader: RoomReader;
+}
+
+/** A state as decisions read it: events and their references, and where it is (or will be) stored. */
+interface StateAt {
+  readonly state: ReadonlyMap<StateKey, RoomEvent>;
+  readonly refs: ReadonlyMap<StateKey, EventRef>;
+  readonly snapshot: SnapshotRef | null;
+}
+
+function authView(e: StoredEvent, head: RoomHead): RoomEvent {
+  const roomEvent = roomEventOf(e);
+  return e.redactedBy === undefined ? roomEvent : redactedRoomEvent(roomEvent, head);
+}
+
+function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
+  if (a.length !== b.length) return false;
+  const ids = new Set(b.map((r) => r.eventId));
+  return a.every((id) => ids.has(id));
+}
+
+/** Decides `c` against the room's head, advancing the head when the event is accepted. */
+export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candidate, g: Gathered): Promise<PersistEvent> {
+  const version = head.version;
+  const base = {
+    head,
+    ref: c.ref,
+    pdu: c.pdu,
+    json: c.json,
+    event: c.event,
+    stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
+    txn: undefined,
+    redactedBy: g.redactedBy,
+    backward: { add: g.missingPrev, remove: [c.ref.eventId] },
+    streamOrdering: undefined,
+  };
+  const refuse = (status: 'rejected' | 'soft_failed', reason: string | undefined, before: SnapshotRef | null, after: SnapshotRef | null): PersistEvent => ({
+    ...base,
+    status,
+    rejectionReason: reason,
+    position: 'none',
+    snapshotBefore: before,
+    snapshotAfter: after,
+    unsigned: undefined,
+    extremities: undefined,
+    currentState: undefined,
+    redactionTarget: undefined,
+  });
+
+  // 4. The auth events themselves (rule 2), then the rules against the state they make.
+  const authEvents = [...g.authEvents.values()].map((e) => authView(e, head));
+  const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
+  if (!listed.allowed) return refuse('rejected', listed.reason, null, null);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
+  if (!byAuthEvents.allowed) return refuse('rejected', byAuthEvents.reason, null, null);
+
+  // 5. The state before the event.
+  const prevIds = referenceIds(c.pdu.prev_events);
+  const fast = g.stateOverride === undefined && sameSet(prevIds, head.extremities);
+  let before: StateAt;
+  const source = new StoredStateSource(deps.db, deps.reader, head, [c]);
+  if (fast) {
+    before = { state: head.state, refs: head.stateRefs, snapshot: head.snapshot };
+  } else {
+    // Prev events decided earlier may still be on their way to the database.
+    await Promise.allSettled([...head.unwritten.values()]);
+    before = await stateBefore(deps, head, prevIds, g.stateOverride, source);
+  }
+  const byStateBefore = checkEventAuth(c.event, before.state, version);
+  if (!byStateBefore.allowed) return refuse('rejected', byStateBefore.reason, before.snapshot, before.snapshot);
+
+  // The state after the event.
+  let unsigned: JsonObject | undefined;
+  const prior = base.stateKey === undefined ? undefined : before.state.get(base.stateKey);
+  if (prior !== undefined) unsigned = { replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
+  let after: StateAt = before;
+  if (base.stateKey !== undefined && !fast) {
+    const state = new Map(before.state).set(base.stateKey, c.event);
+    const refs = new Map(before.refs).set(base.stateKey, c.ref);
+    after = { state, refs, snapshot: snapshotOn(before.snapshot, [[base.stateKey, c.ref]], refs) };
+  }
+
+  // 6. Soft failure against the current state (on the fast path, that is the state before).
+  if (!fast) {
+    const byCurrent = checkEventAuth(c.event, head.state, version);
+    if (!byCurrent.allowed) return { ...refuse('soft_failed', byCurrent.reason, before.snapshot, after.snapshot), unsigned };
+  }
+
+  // Accepted: the extremities and the current state move.
+  const extremities = head.extremitiesAfter(prevIds, g.citedByStored ? null : c.ref);
+  const changes: StateChange[] = [];
+  let snapshotAfter: SnapshotRef | null;
+  if (fast) {
+    if (base.stateKey !== undefined) changes.push(head.applyState(base.stateKey, c.event, c.ref).change);
+    snapshotAfter = head.snapshot;
+  } else {
+    snapshotAfter = after.snapshot;
+    const resolved = await currentStateOf(deps, head, extremities, c, after, source);
+    changes.push(...(await applyResolved(head, resolved, source)));
+  }
+  head.extremities = extremities;
+
+  // A redaction that takes effect on a current state event changes what later auth checks read.
+  let redactionTarget: string | undefined;
+  let redactedCurrent = false;
+  if (c.event.type === 'm.room.redaction' && c.event.redacts !== undefined) {
+    const target = await deps.reader.event(c.event.redacts);
+    if (target !== undefined && target.roomId === head.roomId && target.status !== 'rejected') {
+      const targetEvent = roomEventOf(target);
+      if (redactionApplies(c.event, targetEvent, before.state, version)) {
+        redactionTarget = target.eventId;
+        if (target.stateKey !== undefined) {
+          redactedCurrent = head.replaceStateEvent(stateKey(target.type, target.stateKey), redactedRoomEvent(targetEvent, head));
+        }
+      }
+    }
+  }
+  const currentState: CurrentStateChange | undefined =
+    changes.length > 0 || redactedCurrent ? { changes, snapshot: head.snapshot!, summary: head.summary() } : undefined;
+  return {
+    ...base,
+    status: 'timeline',
+    rejectionReason: undefined,
+    position: 'stream',
+    snapshotBefore: before.snapshot,
+    snapshotAfter,
+    unsigned,
+    extremities,
+    currentState,
+    redactionTarget,
+  };
+}
+
+/** The state before an event citing `prevIds`: one prev event's state after, or several resolved. */
+async function stateBefore(
+  deps: DecideDeps,
+  head: RoomHead,
+  prevIds: readonly string[],
+  override: ReadonlyMap<StateKey, StoredEvent> | undefined,
+  source: StoredStateSource,
+): Promise<StateAt> {
+  if (override !== undefined) {
+    const state = new Map<StateKey, RoomEvent>();
+    const refs = new Map<StateKey, EventRef>();
+    for (const [key, e] of override) {
+      state.set(key, authView(e, head));
+      refs.set(key, refOf(e, head));
+    }
+    return { state, refs, snapshot: snapshotOn(null, [], refs) };
+  }
+  const prevs = await deps.reader.events(prevIds);
+  const snapshotNids = [...new Set([...prevs.values()].flatMap((e) => (e.stateAfterNid === undefined ? [] : [e.stateAfterNid])))];
+  if (snapshotNids.length === 0) return { state: new Map(), refs: new Map(), snapshot: null };
+  const sets = await Promise.all(snapshotNids.map((nid) => readSnapshot(deps.db, nid)));
+  const first = await getSnapshotInfo(deps.db, snapshotNids[0]!);
+  const parent = storedSnapshot(first!);
+  if (sets.length === 1) {
+    const { state, refs } = await eventsOfState(deps, head, sets[0]!, source);
+    return { state, refs, snapshot: parent };
+  }
+  // Several states: resolved, and stored as a delta against the first.
+  const idSets = await Promise.all(sets.map((set) => idsOfState(deps, set)));
+  const resolved = await resolveState(head.roomId, head.version, idSets, source);
+  const { state, refs } = await eventsOfIds(head, resolved, source);
+  return { state, refs, snapshot: snapshotOn(parent, diff(idSets[0]!, resolved, refs), refs) };
+}
+
+/**
+ * The current state once the extremities are `extremities`: the state after the event when it is
+ * the only one, else the resolution of the states after each.
+ */
+async function currentStateOf(
+  deps: DecideDeps,
+  head: RoomHead,
+  extremities: readonly EventRef[],
+  c: Candidate,
+  after: StateAt,
+  source: StoredStateSource,
+): Promise<Map<StateKey, string>> {
+  const idsOf = (s: StateAt) => new Map([...s.refs].map(([k, r]) => [k, r.eventId]));
+  const others = extremities.filter((r) => r.eventId !== c.ref.eventId);
+  const sets: Map<StateKey, string>[] = [];
+  if (others.length < extremities.length) sets.push(idsOf(after));
+  if (others.length > 0) {
+    const stored = await deps.reader.events(others.map((r) => r.eventId));
+    const nids = [...new Set([...stored.values()].flatMap((e) => (e.stateAfterNid === undefined ? [] : [e.stateAfterNid])))];
+    for (const nid of nids) sets.push(await idsOfState(deps, await readSnapshot(deps.db, nid)));
+  }
+  if (sets.length === 0) return idsOf({ state: head.state, refs: head.stateRefs, snapshot: head.snapshot });
+  if (sets.length === 1) return sets[0]!;
+  return resolveState(head.roomId, head.version, sets, source);
+}
+
+/** Makes `resolved` the head's current state; returns the changed keys. */
+async function applyResolved(head: RoomHead, resolved: ReadonlyMap<StateKey, string>, source: StoredStateSource): Promise<StateChange[]> {
+  const changed: StateKey[] = [];
+  for (const [key, id] of resolved) if (head.stateRefs.get(key)?.eventId !== id) changed.push(key);
+  for (const key of head.stateRefs.keys()) if (!resolved.has(key)) changed.push(key);
+  if (changed.length === 0) return [];
+  const found = await source.stored(changed.flatMap((k) => (resolved.has(k) ? [resolved.get(k)!] : [])));
+  const changes: StateChange[] = [];
+  const entries: [StateKey, EventRef | null][] = [];
+  for (const key of changed) {
+    const prevRef = head.stateRefs.get(key) ?? null;
+    const id = resolved.get(key);
+    if (id === undefined) {
+      changes.push({ key, event: null, ref: null, prevEvent: head.removeState(key) ?? null, prevRef });
+      entries.push([key, null]);
+      continue;
+    }
+    const e = found.get(id);
+    if (e === undefined) continue;
+    changes.push({ key, event: e.event, ref: e.ref, prevEvent: head.setState(key, e.event, e.ref) ?? null, prevRef });
+    entries.push([key, e.ref]);
+  }
+  if (entries.length > 0) head.snapshot = snapshotOn(head.snapshot, entries, head.stateRefs);
+  return changes;
+}
+
+async function idsOfState(deps: DecideDeps, set: ReadonlyMap<StateKey, number>): Promise<Map<StateKey, string>> {
+  const events = await deps.reader.eventsByNids([...set.values()]);
+  const out = new Map<StateKey, string>();
+  for (const [key, nid] of set) {
+    const e = events.get(nid);
+    if (e !== undefined) out.set(key, e.eventId);
+  }
+  return out;
+}
+
+async function eventsOfState(
+  deps: DecideDeps,
+  head: RoomHead,
+  set: ReadonlyMap<StateKey, number>,
+  source: StoredStateSource,
+): Promise<{ state: Map<StateKey, RoomEvent>; refs: Map<StateKey, EventRef> }> {
+  return eventsOfIds(head, await idsOfState(deps, set), source);
+}
+
+async function eventsOfIds(
+  head: RoomHead,
+  ids: ReadonlyMap<StateKey, string>,
+  source: StoredStateSource,
+): Promise<{ state: Map<StateKey, RoomEvent>; refs: Map<StateKey, EventRef> }> {
+  const found = await source.stored([...ids.values()]);
+  const state = new Map<StateKey, RoomEvent>();
+  const refs = new Map<StateKey, EventRef>();
+  for (const [key, id] of ids) {
+    const e = found.get(id);
+    if (e === undefined) continue;
+    state.set(key, e.event);
+    refs.set(key, e.ref);
+  }
+  return { state, refs };
+}
+
+/** The entries of `to` that differ from `from` (null for keys `to` lacks). */
+function diff(
+  from: ReadonlyMap<StateKey, string>,
+  to: ReadonlyMap<StateKey, string>,
+  refs: ReadonlyMap<StateKey, EventRef>,
+): [StateKey, EventRef | null][] {
+  const out: [StateKey, EventRef | null][] = [];
+  for (const [key, id] of to) if (from.get(key) !== id && refs.has(key)) out.push([key, refs.get(key)!]);
+  for (const key of from.keys()) if (!to.has(key)) out.push([key, null]);
+  return out;
+}
