@@ -24,6 +24,8 @@ import type { EventCacheLimits } from './event-cache.js';
 import type { PersistEvent } from './persist-event.js';
 import { RoomReader } from './reader.js';
 import { RoomQueue } from './room-queue.js';
+import type { KeyRing } from './input/pdu-checks.js';
+import type { RemoteEvents } from './input/remote-events.js';
 import { storedEventOf } from './stored-event.js';
 import { TxnIds, type TxnKey } from './txn-ids.js';
 import { EventWriter, type WriteJob } from './writer.js';
@@ -56,6 +58,10 @@ export interface RoomServiceDeps {
   readonly maxRoomHeads?: number;
   /** Users whose data was erased: their events are served redacted to most (default: none). */
   readonly erasedUsers?: ErasedSenders;
+  /** Other servers' signing keys, for events received from them (default: none known). */
+  readonly keyRing?: KeyRing;
+  /** Where missing events are fetched from (default: nowhere; gaps stay gaps). */
+  readonly remoteEvents?: RemoteEvents;
 }
 
 /** A draft, or the id of an event already stored that the request amounts to. */
@@ -171,6 +177,11 @@ export class RoomCore {
       });
       if (sent !== undefined) return sent.id;
     }
+  }
+
+  /** Stores events decided in the room's queue; resolves with the id of the last once stored. */
+  writeDecided(head: RoomHead, events: readonly PersistEvent[]): Promise<string> {
+    return this.write(head, { events });
   }
 
   /** Queues a job; resolves with the id of its last event once it is stored. */

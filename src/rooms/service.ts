@@ -33,6 +33,9 @@ import { ignoresNobody, roomMessages, type IgnoredUsersOf, type MessagesRequest,
 import { roomState, roomStateEvent } from './query/state.js';
 import type { RoomEventFilter } from '../protocol/filters.js';
 import type { RoomReader } from './reader.js';
+import { EventReceiver, type ReceiveOutcome } from './input/receive.js';
+import { noRemoteEvents } from './input/remote-events.js';
+import { noKeys } from './input/pdu-checks.js';
 
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
@@ -42,12 +45,19 @@ export class RoomService {
   private readonly core: RoomCore;
   private readonly defaultRoomVersion: string;
   private readonly ignoredUsers: IgnoredUsersOf;
+  private readonly receiver: EventReceiver;
 
   /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
   constructor(deps: RoomServiceDeps & { readonly ignoredUsers?: IgnoredUsersOf }) {
     this.core = new RoomCore(deps);
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
+    this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? noKeys, remote: deps.remoteEvents ?? noRemoteEvents });
+  }
+
+  /** Receives PDUs another server sent (checked, decided and stored); each one's outcome in order. */
+  receive(origin: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    return this.receiver.receive(origin, pdus);
   }
 
   /** Read access to rooms and events (what sync builds on). */

@@ -1,0 +1,257 @@
+// Receiving events from other servers (a /send transaction, a backfill, a missing event fetched):
+// the server-server API's "Checks performed on receipt of a PDU", in order.
+//   1–3. Format, signatures and content hash (pdu-checks.ts): dropped, or redacted on a hash mismatch.
+//   Then, outside the room's queue, what the decision needs from other servers: missing auth events
+//   (fetched and stored as outliers, checked against their own auth events), missing prev events
+//   (fetched like /get_missing_events and received first), and when a gap remains, the state
+//   before the event as the origin gives it (like /state_ids), its events stored as outliers.
+//   4–6. In the room's queue (decide.ts): rejected, soft-failed or accepted.
+// Every fetch is bounded: a batch spends at most FETCH_BUDGET requests to other servers.
+
+import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
+import { encodeBase64 } from '../../protocol/base64.js';
+import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
+import { referenceIds, stateKey, type StateKey } from '../../protocol/events.js';
+import { referenceHash } from '../../protocol/hashes.js';
+import type { RoomVersion } from '../../protocol/room-versions.js';
+import { citedAmong, redactionsTargeting } from '../../storage/rooms/graph.js';
+import type { RoomCore } from '../core.js';
+import type { EventRef, RoomHead } from '../head.js';
+import type { EventStatus, PersistEvent } from '../persist-event.js';
+import { roomEventOf, storedEventFromRow, type StoredEvent } from '../stored-event.js';
+import { decideReceived, type Candidate } from './decide.js';
+import { checkReceivedPdu, type KeyRing } from './pdu-checks.js';
+import type { RemoteEvents } from './remote-events.js';
+
+/** Requests to other servers one received batch may cause, at most. */
+const FETCH_BUDGET = 20;
+/** Events asked for per /get_missing_events request (the spec's default). */
+const MISSING_EVENTS_LIMIT = 10;
+
+export interface ReceiveOutcome {
+  /** Undefined when the PDU was dropped before its id was known. */
+  readonly eventId: string | undefined;
+  readonly status: EventStatus | 'dropped';
+  readonly reason?: string;
+}
+
+export interface ReceiverPorts {
+  readonly keyRing: KeyRing;
+  readonly remote: RemoteEvents;
+}
+
+interface Budget {
+  fetches: number;
+}
+
+export class EventReceiver {
+  constructor(
+    private readonly core: RoomCore,
+    private readonly ports: ReceiverPorts,
+  ) {}
+
+  /**
+   * Receives PDUs `origin` sent; returns each one's outcome in the order given. PDUs of rooms this
+   * server does not have are dropped.
+   */
+  async receive(origin: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    const outcomes: ReceiveOutcome[] = new Array(pdus.length);
+    const byRoom = new Map<string, { index: number; c: Candidate }[]>();
+    const budget: Budget = { fetches: FETCH_BUDGET };
+    await Promise.all(
+      pdus.map(async (json, index) => {
+        const roomId = isRecord(json) && typeof json['room_id'] === 'string' ? json['room_id'] : undefined;
+        const head = roomId === undefined ? undefined : await this.core.findHead(roomId);
+        if (head === undefined) {
+          outcomes[index] = { eventId: undefined, status: 'dropped', reason: 'unknown room' };
+          return;
+        }
+        const checked = await this.check(json, head);
+        if (!checked.ok) {
+          outcomes[index] = { eventId: checked.eventId, status: 'dropped', reason: checked.reason };
+          return;
+        }
+        let list = byRoom.get(head.roomId);
+        if (list === undefined) byRoom.set(head.roomId, (list = []));
+        list.push({ index, c: checked.candidate });
+      }),
+    );
+    for (const [roomId, list] of byRoom) {
+      // Oldest first, so that events of one batch citing each other arrive in order.
+      list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth);
+      for (const { index, c } of list) {
+        try {
+          outcomes[index] = await this.accept(origin, roomId, c, budget);
+        } catch (err) {
+          outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+        }
+      }
+    }
+    return outcomes;
+  }
+
+  /** Checks 1–3. */
+  private async check(
+    json: unknown,
+    head: RoomHead,
+  ): Promise<{ ok: true; candidate: Candidate } | { ok: false; eventId: string | undefined; reason: string }> {
+    const result = await checkReceivedPdu(json, head.version, this.ports.keyRing);
+    if (!result.ok) return { ok: false, eventId: undefined, reason: result.reason };
+    const ref: EventRef = {
+      eventId: result.eventId,
+      depth: result.pdu.depth,
+      nid: undefined,
+      ...(head.version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(result.pdu, head.version)) } : {}),
+    };
+    return { ok: true, candidate: { pdu: result.pdu, json: JSON.stringify(result.pdu), event: result.event, ref } };
+  }
+
+  /** Gathers what deciding `c` needs, then decides it in the room's queue and stores it. */
+  private async accept(origin: string, roomId: string, c: Candidate, budget: Budget): Promise<ReceiveOutcome> {
+    const reader = this.core.reader;
+    const eventId = c.ref.eventId;
+    const known = await reader.event(eventId);
+    if (known !== undefined) return { eventId, status: known.status };
+
+    // Auth events: missing ones are fetched and stored as outliers.
+    const authIds = referenceIds(c.pdu.auth_events);
+    let authEvents = await reader.events(authIds);
+    const missingAuth = authIds.filter((id) => !authEvents.has(id));
+    if (missingAuth.length > 0) {
+      await this.fetchOutliers(origin, roomId, missingAuth, budget);
+      authEvents = await reader.events(authIds);
+    }
+
+    // Prev events: missing ones are fetched and received first.
+    const prevIds = referenceIds(c.pdu.prev_events);
+    let prevs = await reader.events(prevIds);
+    if (prevs.size < prevIds.length && c.event.type !== 'm.room.create' && budget.fetches > 0) {
+      budget.fetches--;
+      const head = await this.core.head(roomId);
+      const earliest = head.extremities.map((r) => r.eventId);
+      const fetched = await this.checkAll(await this.ports.remote.missingEvents(origin, roomId, earliest, [eventId], MISSING_EVENTS_LIMIT), head);
+      fetched.sort((a, b) => a.pdu.depth - b.pdu.depth);
+      for (const f of fetched) if (f.ref.eventId !== eventId) await this.accept(origin, roomId, f, budget);
+      prevs = await reader.events(prevIds);
+    }
+    const missingPrev = prevIds.filter((id) => !prevs.has(id));
+
+    // A gap that remains (or prev events whose state is unknown): the state as the origin has it.
+    let stateOverride: Map<StateKey, StoredEvent> | undefined;
+    const withState = [...prevs.values()].filter((p) => p.stateAfterNid !== undefined);
+    if ((missingPrev.length > 0 || withState.length === 0) && c.event.type !== 'm.room.create' && budget.fetches > 0) {
+      budget.fetches--;
+      const ids = await this.ports.remote.stateIdsAt(origin, roomId, eventId);
+      const wanted = [...new Set([...ids.authChainIds, ...ids.pduIds])];
+      const stored = await reader.events(wanted);
+      await this.fetchOutliers(origin, roomId, wanted.filter((id) => !stored.has(id)), budget);
+      const state = await reader.events(ids.pduIds);
+      stateOverride = new Map();
+      for (const e of state.values()) {
+        if (e.roomId !== roomId || e.stateKey === undefined || e.status === 'rejected') continue;
+        stateOverride.set(stateKey(e.type, e.stateKey), e);
+      }
+    }
+
+    const citedByStored = (await citedAmong(this.core.db, [eventId])).size > 0;
+    const redactedBy = await this.earlierRedaction(c);
+    const written = await this.core.queue.run(roomId, async () => {
+      const head = await this.core.head(roomId);
+      const unit = await decideReceived({ db: this.core.db, reader }, head, c, {
+        authEvents,
+        ...(stateOverride !== undefined ? { stateOverride } : {}),
+        missingPrev,
+        citedByStored,
+        ...(redactedBy !== undefined ? { redactedBy } : {}),
+      });
+      // Wrapped: the queue moves on once decided, not once stored.
+      return { unit, stored: this.core.writeDecided(head, [unit]) };
+    });
+    await written.stored;
+    return { eventId, status: written.unit.status, ...(written.unit.rejectionReason !== undefined ? { reason: written.unit.rejectionReason } : {}) };
+  }
+
+  /** Fetches events by id from `origin` and stores each as an outlier (or rejected), auth events first. */
+  private async fetchOutliers(origin: string, roomId: string, ids: readonly string[], budget: Budget): Promise<void> {
+    if (ids.length === 0 || budget.fetches <= 0) return;
+    budget.fetches--;
+    const head = await this.core.head(roomId);
+    const fetched = await this.checkAll(await this.ports.remote.events(origin, roomId, ids), head);
+    const wanted = new Set(ids);
+    const byId = new Map(fetched.filter((f) => wanted.has(f.ref.eventId)).map((f) => [f.ref.eventId, f]));
+    // Auth events come before the events citing them: depth orders them.
+    const ordered = [...byId.values()].sort((a, b) => a.pdu.depth - b.pdu.depth);
+    for (const f of ordered) {
+      if ((await this.core.reader.event(f.ref.eventId)) !== undefined) continue;
+      const authIds = referenceIds(f.pdu.auth_events);
+      let auth = await this.core.reader.events(authIds);
+      const missing = authIds.filter((id) => !auth.has(id) && !byId.has(id));
+      if (missing.length > 0) {
+        await this.fetchOutliers(origin, roomId, missing, budget);
+        auth = await this.core.reader.events(authIds);
+      }
+      await this.core.writeDecided(head, [outlier(head, f, [...auth.values()])]);
+    }
+  }
+
+  private async checkAll(pdus: readonly unknown[], head: RoomHead): Promise<Candidate[]> {
+    const out: Candidate[] = [];
+    for (const json of pdus) {
+      if (!isRecord(json) || json['room_id'] !== head.roomId) continue;
+      const checked = await this.check(json, head);
+      if (checked.ok) out.push(checked.candidate);
+    }
+    return out;
+  }
+
+  /** A stored redaction of `c` (one that arrived before it) that takes effect on it. */
+  private async earlierRedaction(c: Candidate): Promise<string | undefined> {
+    const rows = await redactionsTargeting(this.core.db, c.ref.eventId);
+    for (const row of rows) {
+      const r = storedEventFromRow(row);
+      if (r.status !== 'timeline' || r.roomId !== c.event.room_id) continue;
+      const before = await this.core.reader.stateBefore(r);
+      const state = new Map([...before].map(([k, e]) => [k, roomEventOf(e)]));
+      if (redactionApplies(roomEventOf(r), c.event, state, r.version)) return r.eventId;
+    }
+    return undefined;
+  }
+}
+
+/** An event known without its state: checked against its own auth events only (check 4). */
+function outlier(head: RoomHead, c: Candidate, authEvents: readonly StoredEvent[]): PersistEvent {
+  const version: RoomVersion = head.version;
+  const auth = authEvents.map(roomEventOf);
+  const statuses = new Map(authEvents.map((e) => [e.eventId, e.status]));
+  let reason: string | undefined;
+  const listed = checkAuthEventsList(c.event, auth, version, { isRejected: (id) => statuses.get(id) === 'rejected' });
+  if (!listed.allowed) reason = listed.reason;
+  else {
+    const allowed = checkEventAuth(c.event, authStateFromEvents(auth), version);
+    if (!allowed.allowed) reason = allowed.reason;
+  }
+  return {
+    head,
+    ref: c.ref,
+    pdu: c.pdu,
+    json: c.json,
+    event: c.event,
+    status: reason === undefined ? 'outlier' : 'rejected',
+    rejectionReason: reason,
+    position: 'none',
+    stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
+    snapshotBefore: null,
+    snapshotAfter: null,
+    unsigned: undefined,
+    txn: undefined,
+    extremities: undefined,
+    currentState: undefined,
+    redactionTarget: undefined,
+    backward: undefined,
+    streamOrdering: undefined,
+  };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
