@@ -5,10 +5,10 @@
 
 import type { Pdu, RoomEvent, StateKey } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
-import type { EventStatus } from '../storage/tables/rooms.js';
+import type { EventStatus } from '../storage/schema.js';
 import type { EventRef, RoomHead, RoomSummary, SnapshotRef } from './head.js';
 
-export type { EventStatus } from '../storage/tables/rooms.js';
+export type { EventStatus } from '../storage/schema.js';
 
 /**
  * Where the event sits on the events stream: `stream` takes the next position (clients see it as

@@ -208,13 +208,13 @@ async function stateBefore(
   const first = await getSnapshotInfo(deps.db, snapshotNids[0]!);
   const parent = storedSnapshot(first!);
   if (sets.length === 1) {
-    const { state, refs } = await eventsOfState(deps, head, sets[0]!, source);
+    const { state, refs } = await eventsOfState(deps, sets[0]!, source);
     return { state, refs, snapshot: parent };
   }
   // Several states: resolved, and stored as a delta against the first.
   const idSets = await Promise.all(sets.map((set) => idsOfState(deps, set)));
   const resolved = await resolveState(head.roomId, head.version, idSets, source);
-  const { state, refs } = await eventsOfIds(head, resolved, source);
+  const { state, refs } = await eventsOfIds(resolved, source);
   return { state, refs, snapshot: snapshotOn(parent, diff(idSets[0]!, resolved, refs), refs) };
 }
 
@@ -282,15 +282,13 @@ async function idsOfState(deps: DecideDeps, set: ReadonlyMap<StateKey, number>):
 
 async function eventsOfState(
   deps: DecideDeps,
-  head: RoomHead,
   set: ReadonlyMap<StateKey, number>,
   source: StoredStateSource,
 ): Promise<{ state: Map<StateKey, RoomEvent>; refs: Map<StateKey, EventRef> }> {
-  return eventsOfIds(head, await idsOfState(deps, set), source);
+  return eventsOfIds(await idsOfState(deps, set), source);
 }
 
 async function eventsOfIds(
-  head: RoomHead,
   ids: ReadonlyMap<StateKey, string>,
   source: StoredStateSource,
 ): Promise<{ state: Map<StateKey, RoomEvent>; refs: Map<StateKey, EventRef> }> {
