@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { decodeBase64Strict, encodeBase64, encodeBase64Url } from './base64.js';
 import { canonicalJson } from './canonical-json.js';
 import { HearthError } from './errors.js';
-import type { Pdu } from './events.js';
+import { MAX_PDU_FIELD_BYTES, type Pdu } from './events.js';
 import { isJsonObject, type JsonObject } from './json.js';
 import { redactEvent } from './redaction.js';
 import type { RoomVersion } from './room-versions.js';
@@ -22,7 +22,6 @@ export type PduDraft = {
 type AnyEvent = { readonly [key: string]: unknown };
 
 const SHA256_BYTES = 32;
-const MAX_EVENT_ID_BYTES = 255;
 
 /** Canonical JSON strictness: a version's own rule, or lenient when no version is known. */
 function strictFor(version: RoomVersion | undefined): boolean {
@@ -95,7 +94,7 @@ export function referenceHash(pdu: object, version: RoomVersion): Uint8Array {
 function isValidLegacyEventId(id: unknown): id is string {
   if (typeof id !== 'string' || !id.startsWith('$')) return false;
   const colon = id.indexOf(':');
-  return colon > 1 && colon < id.length - 1 && Buffer.byteLength(id, 'utf8') <= MAX_EVENT_ID_BYTES;
+  return colon > 1 && colon < id.length - 1 && Buffer.byteLength(id, 'utf8') <= MAX_PDU_FIELD_BYTES;
 }
 
 /**
