@@ -68,6 +68,7 @@ function stringProblem(value: unknown): string | undefined {
 }
 
 function kindOf(value: unknown): string {
+  if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
