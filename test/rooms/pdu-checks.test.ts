@@ -345,6 +345,21 @@ test('v1–v2: the server that named the event id must sign too', async () => {
   }
 });
 
+test("an invite from a third-party invite needs no signature from the sender's server (its `signed` block is checked by the auth rules)", async () => {
+  for (const version of versions) {
+    const invite = draft(version, {
+      type: 'm.room.member',
+      state_key: `@carol:${OTHER}`,
+      content: { membership: 'invite', third_party_invite: { display_name: 'c…', signed: { mxid: `@carol:${OTHER}`, token: 't' } } },
+    });
+    // Relayed and signed by another server than the sender's.
+    const result = await checkReceivedPdu(signed(version, invite, [OTHER]), version, ring);
+    // v1–v2 still need the server that named the event id (remote.test here).
+    if (version.eventIdFormat === 'v1') assertDropped(result, 'signatures', `v${version.id}`);
+    else assertAccepted(result, `v${version.id}`);
+  }
+});
+
 test('v3+: an event_id the sender added is ignored, the id is the reference hash', async () => {
   for (const version of versions.filter((x) => x.eventIdFormat !== 'v1')) {
     const { pdu, eventId } = hashAndSignEventWithId(draft(version, { event_id: `$claimed:${REMOTE}` }), REMOTE, remoteKey, version);
