@@ -2,10 +2,11 @@
 // "Validating hashes and signatures on received events"; v8+ auth rule 4.2). Key lookup is the
 // caller's: this module only decides and verifies.
 
-import { verifyEventSignature } from './hashes.js';
+import { signableEventText } from './hashes.js';
 import { isJsonObject } from './json.js';
 import type { Pdu } from './events.js';
 import type { RoomVersion } from './room-versions.js';
+import { verifyBytes } from './signing.js';
 
 /** A server's published verify key, as the key store knows it. */
 export interface ServerVerifyKey {
@@ -52,20 +53,31 @@ export function requiredSigningServers(pdu: Pdu, version: RoomVersion): Set<stri
 /**
  * Whether every required server has a valid signature on `pdu` (over its redacted form) from a
  * key the lookup knows. Unknown keys are skipped; from v5 a key that expired before the event's
- * origin_server_ts is skipped too.
+ * origin_server_ts is skipped too. `signable` is the event's `signableEventText` when the caller
+ * has it already; otherwise it is worked out once, on the first key to check.
  */
-export function checkEventSignatures(pdu: Pdu, version: RoomVersion, lookup: VerifyKeyLookup): SignatureCheck {
+export function checkEventSignatures(
+  pdu: Pdu,
+  version: RoomVersion,
+  lookup: VerifyKeyLookup,
+  signable?: string,
+): SignatureCheck {
   const signatures = isJsonObject(pdu.signatures) ? pdu.signatures : {};
+  let message: Buffer | null | undefined = signable === undefined ? undefined : Buffer.from(signable, 'utf8');
   for (const server of requiredSigningServers(pdu, version)) {
-    const byKey = signatures[server];
+    const byKey = Object.hasOwn(signatures, server) ? signatures[server] : undefined;
     let verified = false;
     if (isJsonObject(byKey)) {
       for (const keyId of Object.keys(byKey)) {
         if (!keyId.startsWith('ed25519:')) continue;
+        const signature = byKey[keyId];
+        if (typeof signature !== 'string') continue;
         const key = lookup(server, keyId);
         if (key === undefined) continue;
         if (version.enforceKeyValidity && key.validUntilTs < pdu.origin_server_ts) continue;
-        if (verifyEventSignature(pdu, server, keyId, key.publicKey, version)) {
+        if (message === undefined) message = signableMessage(pdu, version);
+        if (message === null) return { ok: false, reason: 'event has no canonical JSON form' };
+        if (verifyBytes(message, signature, key.publicKey)) {
           verified = true;
           break;
         }
@@ -74,4 +86,12 @@ export function checkEventSignatures(pdu: Pdu, version: RoomVersion, lookup: Ver
     if (!verified) return { ok: false, reason: `no valid signature from ${server}` };
   }
   return { ok: true };
+}
+
+function signableMessage(pdu: Pdu, version: RoomVersion): Buffer | null {
+  try {
+    return Buffer.from(signableEventText(pdu, version), 'utf8');
+  } catch {
+    return null;
+  }
 }

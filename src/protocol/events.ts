@@ -4,6 +4,16 @@
 import type { JsonObject } from './json.js';
 import type { RoomVersion } from './room-versions.js';
 
+// Size limits (client-server API, "Size limits"; room versions' "Event format").
+/** Largest PDU: its canonical JSON in the federation format, signatures included. */
+export const MAX_PDU_BYTES = 65_536;
+/** Largest `sender`, `room_id`, `type`, `state_key` and `event_id`, in UTF-8 bytes. */
+export const MAX_PDU_FIELD_BYTES = 255;
+/** Most entries in `prev_events`. */
+export const MAX_PREV_EVENTS = 20;
+/** Most entries in `auth_events`. */
+export const MAX_AUTH_EVENTS = 10;
+
 /** v1–v2 rooms reference events as [event_id, {sha256: reference hash}] pairs. */
 export type EventReferencePair = [string, { sha256: string }];
 export type EventReferences = string[] | EventReferencePair[];

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { decodeBase64Strict, encodeBase64, encodeBase64Url } from './base64.js';
 import { canonicalJson } from './canonical-json.js';
 import { HearthError } from './errors.js';
-import type { Pdu } from './events.js';
+import { MAX_PDU_FIELD_BYTES, type Pdu } from './events.js';
 import { isJsonObject, type JsonObject } from './json.js';
 import { redactEvent } from './redaction.js';
 import type { RoomVersion } from './room-versions.js';
@@ -22,7 +22,6 @@ export type PduDraft = {
 type AnyEvent = { readonly [key: string]: unknown };
 
 const SHA256_BYTES = 32;
-const MAX_EVENT_ID_BYTES = 255;
 
 /** Canonical JSON strictness: a version's own rule, or lenient when no version is known. */
 function strictFor(version: RoomVersion | undefined): boolean {
@@ -75,10 +74,11 @@ export function checkContentHash(pdu: object, version?: RoomVersion): boolean {
 
 /**
  * Canonical JSON of the redacted event without `signatures` and `unsigned`: what the reference
- * hash and the signatures cover. Redaction already drops `unsigned` and returns a fresh object,
- * so `signatures` is blanked in place (the encoder skips undefined members) instead of copying.
+ * hash and the signatures cover. Throws HearthError M_BAD_JSON when the event has no canonical
+ * form. Redaction already drops `unsigned` and returns a fresh object, so `signatures` is blanked
+ * in place (the encoder skips undefined members) instead of copying.
  */
-function redactedSignableText(pdu: object, version: RoomVersion): string {
+export function signableEventText(pdu: object, version: RoomVersion): string {
   const redacted = redactEvent(pdu, version) as { signatures?: unknown };
   redacted.signatures = undefined;
   return canonicalJson(redacted, { strict: version.strictCanonicalJson });
@@ -89,13 +89,13 @@ function redactedSignableText(pdu: object, version: RoomVersion): string {
  * `unsigned`; 3. canonical JSON; 4. sha256.
  */
 export function referenceHash(pdu: object, version: RoomVersion): Uint8Array {
-  return sha256(redactedSignableText(pdu, version));
+  return sha256(signableEventText(pdu, version));
 }
 
 function isValidLegacyEventId(id: unknown): id is string {
   if (typeof id !== 'string' || !id.startsWith('$')) return false;
   const colon = id.indexOf(':');
-  return colon > 1 && colon < id.length - 1 && Buffer.byteLength(id, 'utf8') <= MAX_EVENT_ID_BYTES;
+  return colon > 1 && colon < id.length - 1 && Buffer.byteLength(id, 'utf8') <= MAX_PDU_FIELD_BYTES;
 }
 
 /**
@@ -113,6 +113,21 @@ export function computeEventId(pdu: object, version: RoomVersion): string {
       return '$' + encodeBase64(referenceHash(pdu, version));
     case 'v4':
       return '$' + encodeBase64Url(referenceHash(pdu, version));
+  }
+}
+
+/**
+ * `computeEventId` for an event whose `signableEventText` is known already: from v3 it is the
+ * hash of that text, so the event need not be redacted and encoded again.
+ */
+export function eventIdFromSignable(pdu: object, signable: string, version: RoomVersion): string {
+  switch (version.eventIdFormat) {
+    case 'v1':
+      return computeEventId(pdu, version);
+    case 'v3':
+      return '$' + encodeBase64(sha256(signable));
+    case 'v4':
+      return '$' + encodeBase64Url(sha256(signable));
   }
 }
 
@@ -167,7 +182,7 @@ function hashAndSign(pdu: PduDraft, serverName: string, key: SigningKey, version
   const strict = version.strictCanonicalJson;
   const contentHash = encodeBase64(sha256(canonicalWithout(event, CONTENT_HASH_OMIT, strict)));
   const hashed: { [key: string]: unknown } = { ...event, hashes: { sha256: contentHash } };
-  const signable = redactedSignableText(hashed, version);
+  const signable = signableEventText(hashed, version);
   const signature = signBytes(Buffer.from(signable, 'utf8'), key);
   const existing = isJsonObject(event.signatures) ? event.signatures : {};
   const mine = isJsonObject(existing[serverName]) ? existing[serverName] : {};
@@ -190,7 +205,7 @@ export function verifyEventSignature(
   if (signature === undefined) return false;
   let text: string;
   try {
-    text = redactedSignableText(pdu, version);
+    text = signableEventText(pdu, version);
   } catch {
     return false;
   }

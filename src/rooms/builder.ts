@@ -9,18 +9,21 @@ import { authTypesForEvent } from '../protocol/auth-events.js';
 import { encodeBase64 } from '../protocol/base64.js';
 import { HearthError } from '../protocol/errors.js';
 import { checkEventAuth, redactionApplies } from '../protocol/event-auth.js';
-import { stateKey, toRoomEvent, type EventReferences, type RoomEvent, type StateKey } from '../protocol/events.js';
+import {
+  MAX_PDU_BYTES,
+  MAX_PDU_FIELD_BYTES,
+  stateKey,
+  toRoomEvent,
+  type EventReferences,
+  type RoomEvent,
+  type StateKey,
+} from '../protocol/events.js';
 import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { EventRef, RoomHead } from './head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from './persist-event.js';
-
-/** Largest PDU, as canonical JSON bytes (server-server API, "Size limits"). */
-export const MAX_PDU_BYTES = 65_536;
-/** Largest `type` and `state_key`, in bytes. */
-const MAX_FIELD_BYTES = 255;
 
 /** What a client (or the server on its behalf) asks to send. */
 export interface EventDraft {
@@ -48,8 +51,8 @@ function refsFor(head: RoomHead, refs: readonly EventRef[]): EventReferences {
 }
 
 function checkFieldSizes(draft: EventDraft): void {
-  if (Buffer.byteLength(draft.type, 'utf8') > MAX_FIELD_BYTES) throw HearthError.tooLarge('Event type is longer than 255 bytes');
-  if (draft.stateKey !== undefined && Buffer.byteLength(draft.stateKey, 'utf8') > MAX_FIELD_BYTES) {
+  if (Buffer.byteLength(draft.type, 'utf8') > MAX_PDU_FIELD_BYTES) throw HearthError.tooLarge('Event type is longer than 255 bytes');
+  if (draft.stateKey !== undefined && Buffer.byteLength(draft.stateKey, 'utf8') > MAX_PDU_FIELD_BYTES) {
     throw HearthError.tooLarge('State key is longer than 255 bytes');
   }
 }

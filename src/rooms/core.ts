@@ -24,7 +24,7 @@ import type { EventCacheLimits } from './event-cache.js';
 import type { PersistEvent } from './persist-event.js';
 import { RoomReader } from './reader.js';
 import { RoomQueue } from './room-queue.js';
-import type { KeyRing } from './input/pdu-checks.js';
+import type { KeyRing } from './input/key-ring.js';
 import type { RemoteEvents } from './input/remote-events.js';
 import { storedEventOf } from './stored-event.js';
 import { TxnIds, type TxnKey } from './txn-ids.js';

@@ -35,7 +35,7 @@ import type { RoomEventFilter } from '../protocol/filters.js';
 import type { RoomReader } from './reader.js';
 import { EventReceiver, type ReceiveOutcome } from './input/receive.js';
 import { noRemoteEvents } from './input/remote-events.js';
-import { noKeys } from './input/pdu-checks.js';
+import { StaticKeyRing } from './input/key-ring.js';
 
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
@@ -52,7 +52,7 @@ export class RoomService {
     this.core = new RoomCore(deps);
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
-    this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? noKeys, remote: deps.remoteEvents ?? noRemoteEvents });
+    this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? new StaticKeyRing(), remote: deps.remoteEvents ?? noRemoteEvents });
   }
 
   /** Receives PDUs another server sent (checked, decided and stored); each one's outcome in order. */

@@ -20,7 +20,8 @@ import type { EventRef, RoomHead } from '../head.js';
 import type { EventStatus, PersistEvent } from '../persist-event.js';
 import { roomEventOf, storedEventFromRow, type StoredEvent } from '../stored-event.js';
 import { decideReceived, type Candidate } from './decide.js';
-import { checkReceivedPdu, type KeyRing } from './pdu-checks.js';
+import type { KeyRing } from './key-ring.js';
+import { checkReceivedPdus, type PduCheckResult } from './pdu-checks.js';
 import type { RemoteEvents } from './remote-events.js';
 
 /** Requests to other servers one received batch may cause, at most. */
@@ -56,26 +57,34 @@ export class EventReceiver {
    */
   async receive(origin: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
     const outcomes: ReceiveOutcome[] = new Array(pdus.length);
-    const byRoom = new Map<string, { index: number; c: Candidate }[]>();
-    const budget: Budget = { fetches: FETCH_BUDGET };
-    await Promise.all(
-      pdus.map(async (json, index) => {
+    const heads = await Promise.all(
+      pdus.map((json) => {
         const roomId = isRecord(json) && typeof json['room_id'] === 'string' ? json['room_id'] : undefined;
-        const head = roomId === undefined ? undefined : await this.core.findHead(roomId);
-        if (head === undefined) {
-          outcomes[index] = { eventId: undefined, status: 'dropped', reason: 'unknown room' };
-          return;
-        }
-        const checked = await this.check(json, head);
-        if (!checked.ok) {
-          outcomes[index] = { eventId: checked.eventId, status: 'dropped', reason: checked.reason };
-          return;
-        }
-        let list = byRoom.get(head.roomId);
-        if (list === undefined) byRoom.set(head.roomId, (list = []));
-        list.push({ index, c: checked.candidate });
+        return roomId === undefined ? undefined : this.core.findHead(roomId);
       }),
     );
+    const known: { index: number; head: RoomHead }[] = [];
+    heads.forEach((head, index) => {
+      if (head === undefined) outcomes[index] = { eventId: undefined, status: 'dropped', reason: 'unknown room' };
+      else known.push({ index, head });
+    });
+    // Checks 1–3 for the whole batch: one call to the key ring.
+    const checked = await checkReceivedPdus(
+      known.map(({ index, head }) => ({ json: pdus[index], version: head.version, options: { roomId: head.roomId } })),
+      this.ports.keyRing,
+    );
+    const byRoom = new Map<string, { index: number; c: Candidate }[]>();
+    known.forEach(({ index, head }, i) => {
+      const result = checked[i]!;
+      if (!result.ok) {
+        outcomes[index] = { eventId: undefined, status: 'dropped', reason: result.reason };
+        return;
+      }
+      let list = byRoom.get(head.roomId);
+      if (list === undefined) byRoom.set(head.roomId, (list = []));
+      list.push({ index, c: candidateOf(result, head) });
+    });
+    const budget: Budget = { fetches: FETCH_BUDGET };
     for (const [roomId, list] of byRoom) {
       // Oldest first, so that events of one batch citing each other arrive in order.
       list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth);
@@ -88,22 +97,6 @@ export class EventReceiver {
       }
     }
     return outcomes;
-  }
-
-  /** Checks 1–3. */
-  private async check(
-    json: unknown,
-    head: RoomHead,
-  ): Promise<{ ok: true; candidate: Candidate } | { ok: false; eventId: string | undefined; reason: string }> {
-    const result = await checkReceivedPdu(json, head.version, this.ports.keyRing);
-    if (!result.ok) return { ok: false, eventId: undefined, reason: result.reason };
-    const ref: EventRef = {
-      eventId: result.eventId,
-      depth: result.pdu.depth,
-      nid: undefined,
-      ...(head.version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(result.pdu, head.version)) } : {}),
-    };
-    return { ok: true, candidate: { pdu: result.pdu, json: JSON.stringify(result.pdu), event: result.event, ref } };
   }
 
   /** Gathers what deciding `c` needs, then decides it in the room's queue and stores it. */
@@ -195,13 +188,11 @@ export class EventReceiver {
   }
 
   private async checkAll(pdus: readonly unknown[], head: RoomHead): Promise<Candidate[]> {
-    const out: Candidate[] = [];
-    for (const json of pdus) {
-      if (!isRecord(json) || json['room_id'] !== head.roomId) continue;
-      const checked = await this.check(json, head);
-      if (checked.ok) out.push(checked.candidate);
-    }
-    return out;
+    const results = await checkReceivedPdus(
+      pdus.map((json) => ({ json, version: head.version, options: { roomId: head.roomId } })),
+      this.ports.keyRing,
+    );
+    return results.flatMap((r) => (r.ok ? [candidateOf(r, head)] : []));
   }
 
   /** A stored redaction of `c` (one that arrived before it) that takes effect on it. */
@@ -250,6 +241,17 @@ function outlier(head: RoomHead, c: Candidate, authEvents: readonly StoredEvent[
     backward: undefined,
     streamOrdering: undefined,
   };
+}
+
+/** A PDU past checks 1–3 as the decision reads it. */
+function candidateOf(result: Extract<PduCheckResult, { ok: true }>, head: RoomHead): Candidate {
+  const ref: EventRef = {
+    eventId: result.eventId,
+    depth: result.pdu.depth,
+    nid: undefined,
+    ...(head.version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(result.pdu, head.version)) } : {}),
+  };
+  return { pdu: result.pdu, json: JSON.stringify(result.pdu), event: result.event, ref };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
