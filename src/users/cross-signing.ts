@@ -8,7 +8,7 @@
 // through the device_lists stream the same way.
 
 import type { Kysely } from 'kysely';
-import type { Requester } from '../http/route.js';
+import type { Requester } from './requester.js';
 import { HearthError } from '../protocol/errors.js';
 import { serverNameOf, tryParseUserId } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';

@@ -4,7 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Requester } from '../../src/http/route.js';
+import type { Requester } from '../../src/users/requester.js';
 import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { CrossSigningService, passwordAuth } from '../../src/users/cross-signing.js';
 import { UiaChallenge } from '../../src/users/uia.js';
