@@ -12,7 +12,7 @@ import { RoomService, type Actor } from '../src/rooms/service.js';
 import { openDatabase } from '../src/storage/database.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import type { Schema } from '../src/storage/schema.js';
-import { Notifier } from '../src/sync/notifier.js';
+import { InProcessBus } from '../src/streams/in-process-bus.js';
 
 const SENDS = Number(process.argv[2] ?? 5000);
 const SERVER = 'bench.test';
@@ -26,7 +26,7 @@ const rooms = new RoomService({
   dialect: database.dialect,
   serverName: SERVER,
   signingKey: generateSigningKey(),
-  notifier: new Notifier(),
+  notifier: new InProcessBus(),
 });
 
 const senders: Actor[] = Array.from({ length: 10 }, (_, i) => ({ userId: `@sender${i}:${SERVER}`, deviceId: 'BENCH' }));

@@ -20,8 +20,9 @@ import { loadOrCreateSigningKey } from './server/signing-key.js';
 import { type Database, explainDatabaseFailure, openDatabase, probeDatabase } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
-import { currentStreamPositions } from './storage/streams.js';
-import { Notifier } from './sync/notifier.js';
+import { currentStreamPositions } from './streams/positions.js';
+import type { StreamBus } from './streams/bus.js';
+import { InProcessBus } from './streams/in-process-bus.js';
 import { DeviceListTracker } from './sync/device-lists.js';
 import { SyncService } from './sync/sync-service.js';
 import { roomRoutes } from './client/rooms/index.js';
@@ -73,7 +74,7 @@ export interface ServerCore {
   readonly database: Database<Schema>;
   readonly db: Kysely<Schema>;
   readonly signingKey: SigningKey;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   /** Writes to the HTTP app's logger once it exists (services are built before it). */
   readonly log: Log;
 }
@@ -361,7 +362,7 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
   }
   const parts: ServerPart[] = [];
   try {
-    const notifier = new Notifier(await currentStreamPositions(database.db));
+    const notifier = new InProcessBus(await currentStreamPositions(database.db));
     const log = new AppLog();
     const core: ServerCore = {
       config,

@@ -1,7 +1,10 @@
 // Routes as data. A route names its API and versions once; prefixes.ts derives every URL it answers
 // (`/_chat/...` and `/_matrix/...`, each version alias). Handlers see HttpRequest, never Fastify.
 
+import type { Requester } from '../users/requester.js';
 import type { RateLimitName } from './rate-limit.js';
+
+export type { Authenticator, Requester } from '../users/requester.js';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
@@ -15,19 +18,6 @@ export type Api =
   | 'wellKnown' // /.well-known/chat and /.well-known/matrix
   | 'root'; // the path as written (/health, /metrics)
 
-/** Who is making an authenticated request. */
-export interface Requester {
-  readonly userId: string;
-  /** Null for tokens without a device (appservice senders). */
-  readonly deviceId: string | null;
-  readonly isGuest: boolean;
-  readonly isAdmin: boolean;
-  /** Set when an application service makes the request (its as_token). */
-  readonly appserviceId?: string;
-  /** The access token's row id, so logout can remove exactly this token. */
-  readonly tokenId?: number;
-}
-
 /**
  * What a route demands of the caller:
  * - 'none': no token read;
@@ -37,9 +27,6 @@ export interface Requester {
  * - 'admin': a valid token of a server admin.
  */
 export type RouteAuth = 'none' | 'optional' | 'user' | 'guest' | 'admin';
-
-/** Resolves an access token to its requester; throws 401 M_UNKNOWN_TOKEN for an invalid one. */
-export type Authenticator = (accessToken: string, req: HttpRequest) => Promise<Requester>;
 
 export interface HttpRequest {
   readonly method: HttpMethod;

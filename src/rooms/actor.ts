@@ -1,5 +1,5 @@
-// Who asks the room server to act: the authenticated user and device (the HTTP layer's Requester
-// has this shape).
+// Who asks the room server to act: the authenticated user and device (users/requester.ts's
+// Requester has this shape).
 
 export interface Actor {
   readonly userId: string;

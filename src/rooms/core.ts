@@ -15,7 +15,7 @@ import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
 import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import { buildEvent, type BuildContext, type EventDraft } from './builder.js';
 import { loadRoomHead } from './head-loader.js';
 import type { RoomHead } from './head.js';
@@ -46,7 +46,7 @@ export interface RoomServiceDeps {
   readonly dialect: DialectName;
   readonly serverName: string;
   readonly signingKey: SigningKey;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   /** Room version for rooms created without one (default: the protocol core's default). */
   readonly defaultRoomVersion?: string;
   readonly profiles?: ProfileSource;
@@ -74,7 +74,7 @@ export class RoomCore {
   readonly build: BuildContext;
   readonly profiles: ProfileSource | undefined;
   readonly now: () => number;
-  private readonly notifier: Notifier;
+  private readonly notifier: StreamBus;
   private readonly stateKeys = new StateKeyNids();
   private readonly writer: EventWriter;
   private readonly heads = new Map<string, RoomHead>();

@@ -36,3 +36,30 @@ export async function currentStreamPositions(db: Kysely<Schema>): Promise<Record
   for (const r of rows) if ((PERSISTENT_STREAMS as readonly string[]).includes(r.stream)) out[r.stream as PersistentStream] = Number(r.position);
   return out;
 }
+
+export interface ConsumerPosition {
+  readonly stream: string;
+  readonly position: number;
+}
+
+/** The consumer's stored position; a consumer without one is recorded at `initial` first. */
+export async function claimConsumerPosition(
+  db: Kysely<Schema>,
+  name: string,
+  stream: string,
+  initial: number,
+  now: number,
+): Promise<ConsumerPosition> {
+  await db
+    .insertInto('stream_consumers')
+    .values({ name, stream, position: initial, updated_ts: now })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('stream_consumers').select(['stream', 'position']).where('name', '=', name).executeTakeFirstOrThrow();
+  return { stream: row.stream, position: Number(row.position) };
+}
+
+/** Records that the consumer has handled every row up to `position`. */
+export async function saveConsumerPosition(db: Kysely<Schema>, name: string, position: number, now: number): Promise<void> {
+  await db.updateTable('stream_consumers').set({ position, updated_ts: now }).where('name', '=', name).execute();
+}

@@ -12,8 +12,9 @@ import { membersOfRoom, roomsOfUser, usersSharingRooms } from '../storage/rooms/
 import type { Schema } from '../storage/schema.js';
 import type { StreamEvent } from '../storage/sync/events.js';
 import { deviceListChangesSeenBy, memberEventsInRange, type MemberEventRef } from '../storage/user-data/device-lists.js';
-import type { Notifier } from './notifier.js';
-import { decodeSyncToken, type StreamPositions } from './token.js';
+import type { StreamBus } from '../streams/bus.js';
+import { decodeSyncToken } from '../streams/token.js';
+import type { StreamPositions } from '../streams/positions.js';
 
 export interface DeviceListChanges {
   changed: string[];
@@ -35,7 +36,7 @@ export interface DeviceListRange {
 export interface DeviceListTrackerDeps {
   readonly db: Kysely<Schema>;
   readonly reader: Pick<RoomReader, 'eventsByNids'>;
-  readonly notifier: Pick<Notifier, 'current'>;
+  readonly notifier: Pick<StreamBus, 'current'>;
 }
 
 function previousMembership(e: StoredEvent): string | undefined {

@@ -22,10 +22,11 @@ import type { PresenceEvent, PresenceState } from '../users/presence.js';
 import { HistoryRecall } from './history-recall.js';
 import { IgnoredUsers } from './ignored-users.js';
 import { previousMembership } from './room-plans.js';
-import type { Notifier } from './notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import { SharedReads } from './shared-reads.js';
 import { atLeast, clamp, MAX_SYNC_TIMEOUT_MS } from './sync-service.js';
-import { decodeSyncToken, encodeSyncToken, type StreamName, type StreamPositions } from './token.js';
+import { decodeSyncToken, encodeSyncToken } from '../streams/token.js';
+import type { StreamName, StreamPositions } from '../streams/positions.js';
 
 /** Room events per answer when the client names no limit (Synapse's default). */
 export const DEFAULT_EVENT_STREAM_LIMIT = 10;
@@ -33,7 +34,7 @@ const MEMBER = 'm.room.member';
 
 export interface EventStreamDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly rooms: RoomReader;
   readonly typing: { typingSince(roomIds: Iterable<string>, position: number): Map<string, string[]>; currentPosition(): number };
   readonly receipts: { receiptsSince(viewerId: string, roomIds: Iterable<string>, afterPosition: number): Promise<Map<string, object[]>> };

@@ -20,19 +20,20 @@ import { readSnapshots } from '../storage/sync/snapshots.js';
 import type { AccountDataChanges } from '../users/account-data.js';
 import type { PresenceEvent } from '../users/presence.js';
 import { presenceEvent } from './event-stream.js';
-import type { Notifier } from './notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import type { SyncPass } from './pass.js';
 import { previousMembership } from './room-plans.js';
 import { SharedReads } from './shared-reads.js';
 import { loadTimelines, statesAtEnd, type TimelineRequest } from './timeline.js';
-import { encodeSyncToken, type StreamName } from './token.js';
+import { encodeSyncToken } from '../streams/token.js';
+import type { StreamName } from '../streams/positions.js';
 
 /** Rooms read and formatted together. */
 const ROOMS_PER_BATCH = 50;
 
 export interface InitialSyncDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly rooms: RoomReader;
   readonly typing: { currentPosition(): number };
   readonly receipts: { receiptsSince(viewerId: string, roomIds: Iterable<string>, afterPosition: number): Promise<Map<string, object[]>> };

@@ -6,7 +6,7 @@ import { projectEventFields, type CompiledFilter } from '../protocol/filters.js'
 import type { JsonObject } from '../protocol/json.js';
 import type { StreamEvent } from '../storage/sync/events.js';
 import type { DeviceMembers } from './lazy-members.js';
-import type { StreamPositions } from './token.js';
+import type { StreamPositions } from '../streams/positions.js';
 
 export interface SyncPass {
   readonly userId: string;

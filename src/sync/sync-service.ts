@@ -11,13 +11,14 @@ import type { StreamEvent } from '../storage/sync/events.js';
 import type { PresenceState } from '../users/presence.js';
 import { IgnoredUsers } from './ignored-users.js';
 import { SentMembers } from './lazy-members.js';
-import type { Notifier } from './notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import type { SyncPass } from './pass.js';
 import { hasContent, type SyncResponse } from './response.js';
 import type { MembershipAt } from './room-plans.js';
 import { SharedReads } from './shared-reads.js';
 import { buildSync, type BuiltSync, type SyncSources } from './sync-builder.js';
-import { decodeSyncToken, TOKEN_STREAMS, type StreamName, type StreamPositions } from './token.js';
+import { decodeSyncToken, TOKEN_STREAMS } from '../streams/token.js';
+import type { StreamName, StreamPositions } from '../streams/positions.js';
 import { type PushRuleSource, UnreadCounter } from './unread.js';
 
 /** Longest a long-poll waits, whatever the client asks. */
@@ -28,7 +29,7 @@ const MEMBERSHIPS_KEPT = 20_000;
 
 export interface SyncServiceDeps extends Omit<SyncSources, 'db' | 'reader' | 'unread' | 'shared' | 'memberships' | 'ignored'> {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   /** The room server's reader (RoomService.reader). */
   readonly rooms: RoomReader;
   readonly accountData: SyncSources['accountData'] & { ignoredUsers(userId: string): Promise<Set<string>> };

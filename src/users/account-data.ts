@@ -8,14 +8,14 @@ import { HearthError } from '../protocol/errors.js';
 import { isUserId, parseRoomId } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
-import { allocateStreamPosition } from '../storage/streams.js';
+import { allocateStreamPosition } from '../streams/positions.js';
 import {
   GLOBAL_ROOM,
   selectAccountData,
   selectAccountDataSince,
   upsertAccountData,
 } from '../storage/user-data/account-data.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import { PUSH_RULES_TYPE, pushRulesContent } from './push-rules.js';
 
 export const TAG_TYPE = 'm.tag';
@@ -44,7 +44,7 @@ export interface AccountDataChanges {
 
 export interface AccountDataServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
 }
 
 function requireSelf(requesterId: string, userId: string, verb: 'add' | 'get'): void {

@@ -3,7 +3,7 @@
 // the admin API's account helpers and the CLI's `register`.
 
 import type { Kysely } from 'kysely';
-import type { Authenticator, Requester } from '../http/route.js';
+import type { Authenticator, Requester } from './requester.js';
 import { HearthError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';

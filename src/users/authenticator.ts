@@ -3,7 +3,7 @@
 // user agent are written at most once a minute per token, without holding up the request.
 
 import type { Kysely } from 'kysely';
-import type { Authenticator, HttpRequest, Requester } from '../http/route.js';
+import type { Authenticator, RequestOrigin, Requester } from './requester.js';
 import { HearthError } from '../protocol/errors.js';
 import type { Schema } from '../storage/schema.js';
 import { findTokenOwner, insertAccessToken } from '../storage/accounts/access-tokens.js';
@@ -14,7 +14,7 @@ const LAST_SEEN_INTERVAL_MS = 60_000;
 /** User agents are kept to this many characters: enough to tell clients apart, never a large row. */
 const MAX_USER_AGENT_LENGTH = 512;
 
-function userAgentOf(req: HttpRequest): string | null {
+function userAgentOf(req: RequestOrigin): string | null {
   // Callers outside the HTTP layer (the command line, tests) may pass a request without headers.
   const ua = req.headers?.['user-agent'];
   const value = Array.isArray(ua) ? ua[0] : ua;
@@ -43,7 +43,7 @@ export class AccessTokenAuthenticator {
     return this.cache.size;
   }
 
-  readonly authenticate: Authenticator = async (accessToken: string, req: HttpRequest): Promise<Requester> => {
+  readonly authenticate: Authenticator = async (accessToken: string, req: RequestOrigin): Promise<Requester> => {
     const now = this.deps.now();
     const hash = hashAccessToken(accessToken);
     let entry = this.cache.get(hash, now);

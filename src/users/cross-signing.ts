@@ -8,7 +8,7 @@
 // through the device_lists stream the same way.
 
 import type { Kysely } from 'kysely';
-import type { Requester } from '../http/route.js';
+import type { Requester } from './requester.js';
 import { HearthError } from '../protocol/errors.js';
 import { serverNameOf, tryParseUserId } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
@@ -28,7 +28,7 @@ import {
 } from '../storage/user-data/cross-signing.js';
 import { selectKeysOfDevices } from '../storage/user-data/device-keys.js';
 import { insertDeviceListChange, insertPrivateDeviceListChanges } from '../storage/user-data/device-lists.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import {
   deviceSignature,
   masterKeySignatures,
@@ -50,7 +50,7 @@ const MAX_SIGNED_KEYS = 1000;
 
 export interface CrossSigningServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly serverName: string;
   /** Every user joined to a room the user is joined to. */
   readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;

@@ -23,7 +23,7 @@ import {
   type StoredKey,
 } from '../storage/user-data/device-keys.js';
 import { insertDeviceListChange } from '../storage/user-data/device-lists.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import type { CrossSigningService } from './cross-signing.js';
 
 /** Clients older than fallback keys look for this count, so it is always reported. */
@@ -40,7 +40,7 @@ export interface KeyCounts {
 
 export interface DeviceKeyServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly serverName: string;
   /** Every user joined to a room the user is joined to (the user included). */
   readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;

@@ -10,7 +10,7 @@
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
 import type { Schema } from '../storage/schema.js';
-import { allocateStreamPosition } from '../storage/streams.js';
+import { allocateStreamPosition } from '../streams/positions.js';
 import {
   selectPresence,
   selectPresenceSince,
@@ -20,7 +20,7 @@ import {
   type PresenceWithProfile,
   type PresenceState,
 } from '../storage/user-data/presence.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 
 export type { PresenceState } from '../storage/user-data/presence.js';
 export const PRESENCE_STATES: readonly PresenceState[] = ['online', 'offline', 'unavailable'];
@@ -40,7 +40,7 @@ const AUDIENCE_KEPT = 200_000;
 
 export interface PresenceServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   /** Users who share at least one room with the user (the room server answers). */
   readonly usersSharingRooms: (userId: string) => Promise<Iterable<string>>;
   readonly now?: () => number;

@@ -7,9 +7,9 @@ import { HearthError } from '../protocol/errors.js';
 import { parseRoomId } from '../protocol/ids.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
-import { allocateStreamPosition } from '../storage/streams.js';
+import { allocateStreamPosition } from '../streams/positions.js';
 import { PRIVATE_READ, selectReceipt, selectReceiptsSince, upsertReceipt } from '../storage/user-data/receipts.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 import { FULLY_READ_TYPE, type AccountDataService } from './account-data.js';
 
 export const READ = 'm.read';
@@ -19,7 +19,7 @@ const RECEIPT_TYPES: readonly string[] = [READ, READ_PRIVATE];
 
 export interface ReceiptServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly accountData: AccountDataService;
   readonly isJoined: (userId: string, roomId: string) => Promise<boolean>;
   /**

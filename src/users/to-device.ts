@@ -7,7 +7,7 @@ import { HearthError } from '../protocol/errors.js';
 import { parseUserId, serverNameOf } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
-import { allocateStreamPosition } from '../storage/streams.js';
+import { allocateStreamPosition } from '../streams/positions.js';
 import {
   claimToDeviceTxn,
   deleteToDeviceUpTo,
@@ -16,7 +16,7 @@ import {
   selectToDevice,
   type QueuedToDevice,
 } from '../storage/user-data/to-device.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 
 /** The spec's recommended cap on messages per sync response. */
 export const DEFAULT_TO_DEVICE_LIMIT = 100;
@@ -24,7 +24,7 @@ const MAX_EVENT_TYPE_LENGTH = 255;
 
 export interface ToDeviceServiceDeps {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   readonly serverName: string;
   /** The user's device ids, for `*`; by default read from the devices table. */
   readonly deviceIds?: (userId: string) => Promise<readonly string[]>;

@@ -5,7 +5,7 @@
 
 import * as nodeCrypto from 'node:crypto';
 import { createHash, randomBytes } from 'node:crypto';
-import type { Requester } from '../http/route.js';
+import type { Requester } from './requester.js';
 
 const TOKEN_PREFIX = 'hth_';
 

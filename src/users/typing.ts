@@ -3,14 +3,14 @@
 // across restarts and sync tokens from before a restart stay behind it.
 
 import { HearthError } from '../protocol/errors.js';
-import type { Notifier } from '../sync/notifier.js';
+import type { StreamBus } from '../streams/bus.js';
 
 export const DEFAULT_TYPING_TIMEOUT_MS = 30_000;
 /** The longest a client may claim to be typing in one request, as the reference server caps it. */
 export const MAX_TYPING_TIMEOUT_MS = 120_000;
 
 export interface TypingServiceDeps {
-  readonly notifier: Notifier;
+  readonly notifier: StreamBus;
   /** Whether the user is joined to the room (the room server answers). */
   readonly isJoined: (userId: string, roomId: string) => Promise<boolean>;
   readonly now?: () => number;

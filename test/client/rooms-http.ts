@@ -11,7 +11,7 @@ import { RoomService } from '../../src/rooms/service.js';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import type { Schema } from '../../src/storage/schema.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountService } from '../../src/users/accounts.js';
 import type { TestDatabase } from '../support/databases.js';
 
@@ -51,7 +51,7 @@ export async function startRoomsServer(target: TestDatabase): Promise<RoomsServe
     guestsDisabled: true,
     registrationSharedSecret: null,
   });
-  const rooms = new RoomService({ db: database.db, dialect: database.dialect, serverName: SERVER, signingKey: generateSigningKey(), notifier: new Notifier() });
+  const rooms = new RoomService({ db: database.db, dialect: database.dialect, serverName: SERVER, signingKey: generateSigningKey(), notifier: new InProcessBus() });
   const app = buildHttpApp([...accountRoutes({ accounts }), ...roomRoutes({ rooms })], { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -8,7 +8,7 @@ import { buildHttpApp } from '../../src/http/app.js';
 import { openDatabase } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import type { Schema } from '../../src/storage/schema.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountDataService } from '../../src/users/account-data.js';
 import { AccountService } from '../../src/users/accounts.js';
 import { FilterService } from '../../src/users/filters.js';
@@ -45,7 +45,7 @@ export interface TestUser {
 
 export interface UserDataServer {
   readonly db: Kysely<Schema>;
-  readonly notifier: Notifier;
+  readonly notifier: InProcessBus;
   readonly rooms: FakeRooms;
   readonly services: UserDataServices;
   readonly accounts: AccountService;
@@ -64,7 +64,7 @@ export async function startUserDataServer(create: () => Promise<TestDatabase>): 
   const database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 8 });
   await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   const db = database.db;
-  const notifier = new Notifier();
+  const notifier = new InProcessBus();
   const rooms = new FakeRooms();
   const profileChanges: [string, Profile][] = [];
   const profiles = new ProfileService({ db, serverName: SERVER, onProfileChange: (u, p) => void profileChanges.push([u, p]) });

@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
-import { currentStreamPositions } from '../../src/storage/streams.js';
+import { currentStreamPositions } from '../../src/streams/positions.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { generateSigningKey, type SigningKey } from '../../src/protocol/signing.js';
 import { HearthError } from '../../src/protocol/errors.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { RoomService, type Actor, type MemberProfile } from '../../src/rooms/service.js';
 import type { TestDatabase } from '../support/databases.js';
 import { forwardTo } from '../support/forward.js';
@@ -21,7 +21,7 @@ export interface RoomsHarness {
   readonly database: Database<Schema>;
   readonly rooms: RoomService;
   readonly key: SigningKey;
-  readonly notifier: Notifier;
+  readonly notifier: InProcessBus;
   readonly profiles: Map<string, MemberProfile>;
   close(): Promise<void>;
 }
@@ -37,7 +37,7 @@ export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOp
   const key = generateSigningKey();
   // As the server starts: from the positions the database holds (a second service on a used
   // database must not take its events stream to start at 0).
-  const notifier = new Notifier(await currentStreamPositions(database.db));
+  const notifier = new InProcessBus(await currentStreamPositions(database.db));
   const profiles = new Map<string, MemberProfile>();
   const rooms = new RoomService({
     db: database.db,

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ClientEvent } from '../../src/rooms/client-event.js';
-import { encodeSyncToken } from '../../src/sync/token.js';
+import { encodeSyncToken } from '../../src/streams/token.js';
 import { storageBackends } from '../support/databases.js';
 import { rejectsWith, roomsHarness, user, useRoomsHarness } from './helpers.js';
 

@@ -4,7 +4,8 @@ import { checkContentHash, computeEventId, verifyEventSignature } from '../../sr
 import { referenceIds, type Pdu } from '../../src/protocol/events.js';
 import { roomVersions, getRoomVersion } from '../../src/protocol/room-versions.js';
 import { RoomService } from '../../src/rooms/service.js';
-import { Notifier, type StreamChange } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
+import type { StreamChange } from '../../src/streams/bus.js';
 import { STATE_CHAIN_LIMIT } from '../../src/storage/rooms/state-snapshots.js';
 import { storageBackends } from '../support/databases.js';
 import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
@@ -89,7 +90,7 @@ for (const backend of await storageBackends()) {
       assert.notEqual(otherTxn, a);
       assert.equal(await count('events'), before + 3);
       // After a restart (a fresh service over the same database) the stored txnId still answers.
-      const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new Notifier() });
+      const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new InProcessBus() });
       assert.equal(await again.sendMessage(alice, roomId, 'm.room.message', { body: 'once' }, 'txn-1'), a);
       assert.equal(await count('events'), before + 3);
     });
@@ -220,7 +221,7 @@ for (const backend of await storageBackends()) {
     });
 
     test('with few room heads kept in memory, rooms are reloaded as needed and stay linear', async () => {
-      const small = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new Notifier(), maxRoomHeads: 2 });
+      const small = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new InProcessBus(), maxRoomHeads: 2 });
       const roomIds: string[] = [];
       for (let i = 0; i < 5; i++) roomIds.push((await small.createRoom(alice, { preset: 'public_chat' })).roomId);
       for (let round = 0; round < 3; round++) {
@@ -241,7 +242,7 @@ for (const backend of await storageBackends()) {
     test('a fresh service over the same database continues each room where it stopped', async () => {
       const { roomId } = await h.rooms.createRoom(alice, { preset: 'public_chat' });
       const last = await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'before restart' });
-      const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new Notifier() });
+      const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new InProcessBus() });
       // State (power levels, join rules) is known after the restart: bob may join, may not set the name.
       await again.join(bob, roomId);
       await rejectsWith(again.sendState(bob, roomId, 'm.room.name', '', { name: 'no' }), 403, 'M_FORBIDDEN');

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pdu } from '../../src/protocol/events.js';
 import { RoomService } from '../../src/rooms/service.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { storageBackends } from '../support/databases.js';
 import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
@@ -82,7 +82,7 @@ for (const backend of await storageBackends()) {
         if (bobMayInvite) await h.rooms.invite(bob, roomId, carol.userId);
         else await rejectsWith(h.rooms.invite(bob, roomId, carol.userId), 403, 'M_FORBIDDEN');
         // A restarted service loads the state in the same redacted form.
-        const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new Notifier() });
+        const again = new RoomService({ db: h.database.db, dialect: h.database.dialect, serverName: SERVER, signingKey: h.key, notifier: new InProcessBus() });
         if (bobMayInvite) await again.invite(bob, roomId, dave.userId);
         else await rejectsWith(again.invite(bob, roomId, dave.userId), 403, 'M_FORBIDDEN');
         // The protected levels survive either way: alice still rules, bob still may not set the name.

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HearthError } from '../../src/protocol/errors.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountDataService } from '../../src/users/account-data.js';
 import { storageBackends } from '../support/databases.js';
 import { assertDoesNotWake, assertWakes, SERVER, useDatabase } from './user-data-support.js';
@@ -12,7 +12,7 @@ const rejects = (errcode: string, status: number) => (e: unknown) =>
 for (const backend of await storageBackends()) {
   describe(`account data on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     let ad: AccountDataService;
     const alice = `@alice:${SERVER}`;
     const bob = `@bob:${SERVER}`;

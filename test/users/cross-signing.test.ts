@@ -4,8 +4,8 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Requester } from '../../src/http/route.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import type { Requester } from '../../src/users/requester.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { CrossSigningService, passwordAuth } from '../../src/users/cross-signing.js';
 import { UiaChallenge } from '../../src/users/uia.js';
 import { CrossSigning } from '../client/e2ee-keys.js';
@@ -17,7 +17,7 @@ const requester = (userId: string, extra: Partial<Requester> = {}): Requester =>
 for (const backend of await storageBackends()) {
   describe(`cross-signing service on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     const rooms = new FakeRooms();
     let service: CrossSigningService;
     let alice = '';

@@ -4,7 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { DeviceKeyService } from '../../src/users/device-keys.js';
 import { usersWithDeviceListChanges } from '../../src/storage/user-data/device-lists.js';
 import { storageBackends } from '../support/databases.js';
@@ -13,7 +13,7 @@ import { addDevice, addUser, assertDoesNotWake, assertWakes, SERVER, useDatabase
 for (const backend of await storageBackends()) {
   describe(`device keys on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     // Who shares a room with whom, as the room server would answer.
     const sharing = new Map<string, string[]>();
     let keys: DeviceKeyService;

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HearthError } from '../../src/protocol/errors.js';
 import { defaultPushRules, type PushRuleSet } from '../../src/protocol/push-rules/index.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountDataService } from '../../src/users/account-data.js';
 import { PUSH_RULES_TYPE, PushRuleService } from '../../src/users/push-rules.js';
 import { storageBackends } from '../support/databases.js';
@@ -17,7 +17,7 @@ const userIds = (rules: PushRuleSet, kind: keyof PushRuleSet) => rules[kind].fil
 for (const backend of await storageBackends()) {
   describe(`push rules on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     let n = 0;
     /** A fresh user and services per test, so that tests do not share rules. */
     const setup = () => {

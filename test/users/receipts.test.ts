@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HearthError } from '../../src/protocol/errors.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountDataService } from '../../src/users/account-data.js';
 import { ReceiptService } from '../../src/users/receipts.js';
 import { storageBackends } from '../support/databases.js';
@@ -13,7 +13,7 @@ const rejects = (errcode: string, status: number) => (e: unknown) =>
 for (const backend of await storageBackends()) {
   describe(`receipts on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     const alice = `@alice:${SERVER}`;
     const bob = `@bob:${SERVER}`;
     const carol = `@carol:${SERVER}`;

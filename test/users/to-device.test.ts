@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HearthError } from '../../src/protocol/errors.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { ToDeviceService } from '../../src/users/to-device.js';
 import { storageBackends } from '../support/databases.js';
 import { addDevice, addUser, assertDoesNotWake, assertWakes, SERVER, useDatabase } from './user-data-support.js';
@@ -12,7 +12,7 @@ const rejects = (errcode: string, status: number) => (e: unknown) =>
 for (const backend of await storageBackends()) {
   describe(`send-to-device on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useDatabase(backend.create);
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     let toDevice: ToDeviceService;
     let alice = '';
     let bob = '';

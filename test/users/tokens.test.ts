@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { Requester } from '../../src/http/route.js';
+import type { Requester } from '../../src/users/requester.js';
 import { hashAccessToken, newAccessToken, TokenCache } from '../../src/users/tokens.js';
 import { checkNewPassword, hashPassword, MAX_PASSWORD_LENGTH, verifyPassword } from '../../src/users/passwords.js';
 import { macMatches, NonceStore, NONCE_LIFETIME_MS, sharedSecretMac } from '../../src/users/shared-secret.js';

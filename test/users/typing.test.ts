@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HearthError } from '../../src/protocol/errors.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { MAX_TYPING_TIMEOUT_MS, TypingService } from '../../src/users/typing.js';
 import { assertDoesNotWake, assertWakes, FakeRooms } from './user-data-support.js';
 
@@ -17,7 +17,7 @@ const r2 = '!r2:hs';
 
 describe('typing', () => {
   const setup = () => {
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     const rooms = new FakeRooms().join(r1, alice, bob).join(r2, alice, carol);
     const typing = new TypingService({ notifier, isJoined: rooms.isJoined });
     return { notifier, rooms, typing };
@@ -86,7 +86,7 @@ describe('typing', () => {
   });
 
   test('timeouts are capped at 120 s', async () => {
-    const notifier = new Notifier();
+    const notifier = new InProcessBus();
     const rooms = new FakeRooms().join(r1, alice);
     const seen: number[] = [];
     const realSetTimeout = globalThis.setTimeout;

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import type { Schema } from '../../src/storage/schema.js';
-import { Notifier } from '../../src/sync/notifier.js';
+import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import type { TestDatabase } from '../support/databases.js';
 
 export const SERVER = 'hs.test';
@@ -59,7 +59,7 @@ export async function addDevice(db: Kysely<Schema>, userId: string, deviceId: st
 
 /** Asserts that `action` wakes a sync of `userId` (in `roomIds`) waiting from now. */
 export async function assertWakes(
-  notifier: Notifier,
+  notifier: InProcessBus,
   who: { userId: string; roomIds?: string[] },
   action: () => Promise<unknown>,
 ): Promise<void> {
@@ -70,7 +70,7 @@ export async function assertWakes(
 
 /** Asserts that `action` does not wake a sync of `userId` (in `roomIds`). */
 export async function assertDoesNotWake(
-  notifier: Notifier,
+  notifier: InProcessBus,
   who: { userId: string; roomIds?: string[] },
   action: () => Promise<unknown>,
 ): Promise<void> {

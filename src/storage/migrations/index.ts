@@ -12,13 +12,14 @@ import { crossSigningBackup } from './006-cross-signing-backup.js';
 import { pushersOpenid } from './007-pushers-openid.js';
 import { erasedUsers } from './008-erased-users.js';
 import { eventGraph } from './009-event-graph.js';
+import { streamConsumers } from './010-stream-consumers.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

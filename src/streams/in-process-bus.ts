@@ -1,30 +1,10 @@
-// Wakes long-polling syncs. Writers call `notify` after their transaction commits, naming the
-// users and rooms a change concerns; a sync that found nothing new calls `wait` with the positions
-// it has seen and sleeps until something for its user or rooms moves, or its timeout passes.
+// The stream bus of one process (bus.ts). Writers call `notify` after their transaction commits,
+// naming the users and rooms a change concerns; a sync that found nothing new calls `wait` with the
+// positions it has seen and sleeps until something for its user or rooms moves, or its timeout
+// passes; a stream consumer listens to its whole stream.
 
-import { TOKEN_STREAMS, type StreamName, type StreamPositions, zeroPositions } from './token.js';
-
-export interface StreamChange {
-  readonly stream: StreamName;
-  readonly position: number;
-  /** Users whose sync this change concerns directly (to-device, account data, invites, ...). */
-  readonly userIds?: readonly string[];
-  /** Rooms whose members' syncs this change concerns (room events, receipts, typing). */
-  readonly roomIds?: readonly string[];
-}
-
-export interface WaitOptions {
-  readonly userId: string;
-  readonly roomIds: Iterable<string>;
-  /** The positions the caller's response already covers. */
-  readonly since: StreamPositions;
-  readonly timeoutMs: number;
-  /**
-   * Registers `cancel`, which ends the wait early (returning false), and returns a function that
-   * unregisters it; `cancel` may be called at once. A waiting sync holds only these closures.
-   */
-  readonly onCancel?: (cancel: () => void) => () => void;
-}
+import type { StreamBus, StreamChange, WaitOptions } from './bus.js';
+import { STREAMS, type StreamName, type StreamPositions, zeroPositions } from './positions.js';
 
 interface Waiter {
   readonly userId: string;
@@ -35,28 +15,27 @@ interface Waiter {
 /** Recent changes kept so that a change landing between a sync's read and its wait is not missed. */
 const RECENT_LIMIT = 4096;
 
-export class Notifier {
+export class InProcessBus implements StreamBus {
   private readonly positions = zeroPositions();
   private readonly byUser = new Map<string, Set<Waiter>>();
   private readonly byRoom = new Map<string, Set<Waiter>>();
   private readonly recent: StreamChange[] = [];
   /** Per stream, the oldest position still in `recent` (changes before it were dropped). */
   private readonly recentFloor = zeroPositions();
+  private readonly listeners = new Map<StreamName, Set<(change: StreamChange) => void>>();
 
   constructor(initial?: Partial<StreamPositions>) {
-    for (const s of TOKEN_STREAMS) {
+    for (const s of STREAMS) {
       const p = initial?.[s] ?? 0;
       this.positions[s] = p;
       this.recentFloor[s] = p;
     }
   }
 
-  /** The latest position of every stream this notifier has been told of. */
   current(): StreamPositions {
     return { ...this.positions };
   }
 
-  /** A committed change: moves the stream's position and wakes the syncs it concerns. */
   notify(change: StreamChange): void {
     if (change.position > this.positions[change.stream]) this.positions[change.stream] = change.position;
     this.recent.push(change);
@@ -68,11 +47,23 @@ export class Notifier {
     for (const u of change.userIds ?? []) for (const w of this.byUser.get(u) ?? []) woken.add(w);
     for (const r of change.roomIds ?? []) for (const w of this.byRoom.get(r) ?? []) woken.add(w);
     for (const w of woken) w.wake();
+    for (const listener of this.listeners.get(change.stream) ?? []) listener(change);
+  }
+
+  listen(stream: StreamName, listener: (change: StreamChange) => void): () => void {
+    let set = this.listeners.get(stream);
+    if (!set) this.listeners.set(stream, (set = new Set()));
+    // A wrapper per call, so that the same function listening twice stops twice.
+    const entry = (change: StreamChange) => listener(change);
+    set.add(entry);
+    return () => {
+      set.delete(entry);
+    };
   }
 
   /** Whether a change after `since` concerns this user or these rooms (or may, if forgotten). */
   private missed(userId: string, rooms: ReadonlySet<string>, since: StreamPositions): boolean {
-    for (const s of TOKEN_STREAMS) if (since[s] < this.recentFloor[s]) return true;
+    for (const s of STREAMS) if (since[s] < this.recentFloor[s]) return true;
     for (let i = this.recent.length - 1; i >= 0; i--) {
       const c = this.recent[i]!;
       if (c.position <= since[c.stream]) continue;
@@ -82,7 +73,6 @@ export class Notifier {
     return false;
   }
 
-  /** Resolves true when woken by a relevant change, false on timeout or cancellation. */
   wait(options: WaitOptions): Promise<boolean> {
     const rooms = new Set(options.roomIds);
     if (this.missed(options.userId, rooms, options.since)) return Promise.resolve(true);
@@ -109,7 +99,6 @@ export class Notifier {
     });
   }
 
-  /** How many syncs are waiting (for metrics and tests). */
   get waiting(): number {
     let n = 0;
     for (const set of this.byUser.values()) n += set.size;
