@@ -7,12 +7,13 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/index.js';
 import { createServer } from '../../src/context.js';
+import { PROCESS_WAIT_MS } from '../server/processes.js';
 
 const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 
 /** `hearth <args>` with `input` as its standard input (a pipe, not a terminal). */
 function hearthWithInput(input: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', timeout: 30_000, input });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', timeout: PROCESS_WAIT_MS, input });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 const hearth = (...args: string[]) => hearthWithInput('', ...args);
@@ -103,7 +104,7 @@ test('on a terminal, register asks for the password twice without showing it', (
   const r = spawnSync(
     PYTHON,
     ['-c', ON_A_TERMINAL, process.execPath, '--import', 'tsx', CLI, 'register', '--config', configPath, '--username', 'dora', '--admin'],
-    { encoding: 'utf8', timeout: 60_000 },
+    { encoding: 'utf8', timeout: PROCESS_WAIT_MS },
   );
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /Password: /);

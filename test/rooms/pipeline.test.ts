@@ -194,30 +194,40 @@ for (const backend of await storageBackends()) {
     });
 
     test('a job failing in a shared transaction fails alone; the others are written', async () => {
-      const { roomId } = await h.rooms.createRoom(alice, {});
-      await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'warm' });
       const saboteur = user('saboteur');
+      const alias = `#sabotaged:${SERVER}`;
+      let roomId = '';
       let others: Promise<string>[] = [];
-      // While the creation awaits the creator's profile (after its alias check), the alias is taken
-      // behind its back, and other sends are started so that they share its transaction.
-      h.profiles.set(saboteur.userId, { displayname: 'S' });
-      const profile = h.profiles.get.bind(h.profiles);
-      h.profiles.get = (u: string) => {
-        if (u === saboteur.userId && others.length === 0) {
-          others = Array.from({ length: 5 }, (_, i) => h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: `shared ${i}` }));
-        }
-        return profile(u);
-      };
-      const creation = h.rooms.createRoom(saboteur, { roomAliasName: 'sabotaged' });
-      await h.database.db.insertInto('room_aliases').values({ alias: `#sabotaged:${SERVER}`, room_id: '!elsewhere:hs.test', creator: '@x:hs.test', created_ts: 0 }).execute();
-      await rejectsWith(creation, 400, 'M_ROOM_IN_USE');
-      h.profiles.get = profile;
+      // The creation looks up its creator's profile after its alias check and before its write. There
+      // the alias is taken behind its back (so that only its write can find it taken), and other sends
+      // are started, to be queued in the same turn as the creation and share its transaction.
+      const rooms: RoomService = new RoomService({
+        db: h.database.db,
+        dialect: h.database.dialect,
+        serverName: SERVER,
+        signingKey: h.key,
+        notifier: h.notifier,
+        profiles: {
+          profile: async (u) => {
+            if (u !== saboteur.userId) return undefined;
+            await h.database.db.insertInto('room_aliases').values({ alias, room_id: '!elsewhere:hs.test', creator: '@x:hs.test', created_ts: 0 }).execute();
+            others = Array.from({ length: 5 }, (_, i) => rooms.sendMessage(alice, roomId, 'm.room.message', { body: `shared ${i}` }));
+            return undefined;
+          },
+        },
+      });
+      roomId = (await rooms.createRoom(alice, {})).roomId;
+      await rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'warm' });
+      await rejectsWith(rooms.createRoom(saboteur, { roomAliasName: 'sabotaged' }), 400, 'M_ROOM_IN_USE');
       assert.equal(others.length, 5);
       const ids = await Promise.all(others);
       const stored = await rows(roomId);
       for (const id of ids) assert.ok(stored.some((r) => r.event_id === id));
+      // The alias still names the room it was given to, and the failed creation left no room.
+      assert.equal((await h.database.db.selectFrom('room_aliases').select('room_id').where('alias', '=', alias).executeTakeFirstOrThrow()).room_id, '!elsewhere:hs.test');
+      assert.equal((await h.database.db.selectFrom('rooms').select('room_id').where('creator', '=', saboteur.userId).execute()).length, 0);
       // And the room goes on.
-      await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'after' });
+      await rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'after' });
     });
 
     test('with few room heads kept in memory, rooms are reloaded as needed and stay linear', async () => {

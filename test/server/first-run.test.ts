@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { type RunningServe, type ServeIo, parseServeArgs, startServe } from '../../src/server/serve.js';
-import { FIRST_ACCOUNT_TOKEN } from './processes.js';
+import { FIRST_ACCOUNT_TOKEN, PROCESS_WAIT_MS } from './processes.js';
 
 let dir: string;
 before(() => {
@@ -105,7 +105,7 @@ describe('the first start of a server without accounts', () => {
         cwd: elsewhere,
         input: 'pasted password\n',
         encoding: 'utf8',
-        timeout: 60_000,
+        timeout: PROCESS_WAIT_MS,
         env: { ...process.env, PATH: '/usr/bin:/bin' },
       });
       assert.equal(run.status, 0, `${line}\n${run.stdout}\n${run.stderr}`);

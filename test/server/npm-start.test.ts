@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseConfig } from '../../src/config/index.js';
 import { parseSigningKeyFile } from '../../src/protocol/signing.js';
-import { FIRST_ACCOUNT_TOKEN, LISTENING, spawnProcess } from './processes.js';
+import { FIRST_ACCOUNT_TOKEN, LISTENING, PROCESS_WAIT_MS, spawnProcess } from './processes.js';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -74,7 +74,7 @@ describe('npm start', () => {
       env: { HEARTH_LISTEN__HTTP: '127.0.0.1:0' },
     });
     try {
-      const [, url] = await npm.waitFor(LISTENING, 20_000);
+      const [, url] = await npm.waitFor(LISTENING);
       assert.match(npm.stdout(), /wrote a default one to .*hearth\.yaml/);
       const { config } = parseConfig(readFileSync(join(project, 'hearth.yaml'), 'utf8'), { baseDir: project });
       assert.equal(config.global.server_name, 'localhost');
@@ -92,7 +92,7 @@ describe('npm start', () => {
           cwd: elsewhere,
           input: 'operator password\n',
           encoding: 'utf8',
-          timeout: 60_000,
+          timeout: PROCESS_WAIT_MS,
         });
         assert.equal(run.status, 0, `${line}\n${run.stdout}\n${run.stderr}`);
         assert.equal(run.stdout, 'Created admin account @operator:localhost\n');
@@ -106,7 +106,7 @@ describe('npm start', () => {
       // Ctrl-C in a terminal: SIGINT to the foreground group. The server stops cleanly; npm waits
       // for it, then ends itself by the same signal.
       npm.signal('SIGINT');
-      const exit = await npm.exited(10_000);
+      const exit = await npm.exited();
       assert.ok(exit.code === 0 || exit.signal === 'SIGINT', `${JSON.stringify(exit)}\n${npm.stderr()}`);
       assert.match(npm.stdout(), /SIGINT received: shutting down/);
       await assert.rejects(fetch(`${url}/health`));

@@ -7,6 +7,13 @@ const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 /** tsx by absolute URL, so the command works from any working folder. */
 const TSX = import.meta.resolve('tsx');
 
+/**
+ * The longest a test waits for a process to print a line or to exit. The waits end as soon as it
+ * does; the bound only stops a process that never will, and is generous because starting one
+ * through tsx takes a minute and more on a busy machine.
+ */
+export const PROCESS_WAIT_MS = 180_000;
+
 export interface Hearth {
   readonly child: ChildProcess;
   stdout(): string;
@@ -46,7 +53,7 @@ export function spawnProcess(command: string, args: string[], options: SpawnOpti
     child,
     stdout: () => out,
     stderr: () => err,
-    waitFor(pattern, timeoutMs = 15_000) {
+    waitFor(pattern, timeoutMs = PROCESS_WAIT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const m = pattern.exec(out);
@@ -77,7 +84,7 @@ export function spawnProcess(command: string, args: string[], options: SpawnOpti
         check();
       });
     },
-    async exited(timeoutMs = 15_000) {
+    async exited(timeoutMs = PROCESS_WAIT_MS) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`did not exit within ${timeoutMs} ms${describe()}`)), timeoutMs);

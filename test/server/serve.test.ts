@@ -57,7 +57,7 @@ describe('hearth serve as a process', { concurrency: true }, () => {
       await hearth.waitFor(FIRST_ACCOUNT_TOKEN);
 
       hearth.child.kill('SIGTERM');
-      const { code } = await hearth.exited(10_000);
+      const { code } = await hearth.exited();
       assert.equal(code, 0, hearth.stderr());
       assert.match(hearth.stdout(), /SIGTERM received: shutting down/);
       await assert.rejects(fetch(`${url}/health`));
@@ -74,7 +74,7 @@ describe('hearth serve as a process', { concurrency: true }, () => {
     });
     const hearth = spawnHearth(['serve', '--config', path]);
     try {
-      const { code } = await hearth.exited(15_000);
+      const { code } = await hearth.exited();
       assert.equal(code, 1);
       const err = hearth.stderr();
       for (const key of [
@@ -118,7 +118,7 @@ describe('hearth serve as a process', { concurrency: true }, () => {
       assert.equal(keys.status, 200);
       assert.equal(JSON.parse(keys.body).server_name, 'serve.test');
       hearth.child.kill('SIGINT');
-      assert.equal((await hearth.exited(10_000)).code, 0);
+      assert.equal((await hearth.exited()).code, 0);
     } finally {
       hearth.kill();
     }
@@ -141,7 +141,7 @@ describe('hearth serve as a process', { concurrency: true }, () => {
       assert.ok(existsSync(join(cwd, 'data', 'hearth.db')));
       assert.equal((await fetch(`${url}/health`)).status, 200);
       hearth.child.kill('SIGTERM');
-      assert.equal((await hearth.exited(10_000)).code, 0);
+      assert.equal((await hearth.exited()).code, 0);
     } finally {
       hearth.kill();
     }

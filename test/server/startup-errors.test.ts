@@ -150,7 +150,7 @@ describe('folders that cannot be written', () => {
     const path = writeConfig('sqlite', { data_dir: './data', database: { connection_string: `file:${folder}/hearth.db` } });
     const hearth = asOperator(['serve', '--config', path]);
     try {
-      const { code } = await hearth.exited(30_000);
+      const { code } = await hearth.exited();
       assert.equal(code, 1, hearth.stderr());
       assert.match(
         hearth.stderr(),
@@ -170,7 +170,7 @@ describe('folders that cannot be written', () => {
     const path = writeConfig('data', { data_dir: folder });
     const hearth = asOperator(['serve', '--config', path]);
     try {
-      const { code } = await hearth.exited(30_000);
+      const { code } = await hearth.exited();
       assert.equal(code, 1, hearth.stderr());
       assert.match(
         hearth.stderr(),
