@@ -9,10 +9,11 @@
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { HearthError } from '../protocol/errors.js';
-import { stateKey } from '../protocol/events.js';
+import { parseStateKey, stateKey } from '../protocol/events.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
+import type { StreamStateChange } from '../storage/sync/events.js';
 import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { StreamBus } from '../streams/bus.js';
@@ -218,7 +219,18 @@ export class RoomCore {
   }
 
   private committed(events: readonly PersistEvent[]): void {
-    this.reader.committed(events.map(storedEventOf));
+    const changes = new Map<number, StreamStateChange[]>();
+    for (const e of events) {
+      if (e.currentState === undefined || e.currentState.changes.length === 0) continue;
+      changes.set(
+        e.ref.nid!,
+        e.currentState.changes.map((c) => {
+          const { type, stateKey: key } = parseStateKey(c.key);
+          return { type, stateKey: key, eventNid: c.ref?.nid ?? null, prevEventNid: c.prevRef?.nid ?? null };
+        }),
+      );
+    }
+    this.reader.committed(events.map(storedEventOf), changes);
     const roomIds = new Set<string>();
     const userIds = new Set<string>();
     let position = 0;

@@ -16,7 +16,6 @@ import {
   eventsByIds,
   eventsByNids,
   eventsOfRoomsInRange,
-  lastRoomEventAtOrBefore,
   memberEventsOfUserInRange,
   roomEventsInRange,
   roomsWithEventsInRange,
@@ -26,7 +25,8 @@ import {
 import { roomsOfUser, type MembershipRow } from '../storage/rooms/memberships.js';
 import { roomById, roomByNid, type RoomRow } from '../storage/rooms/rooms.js';
 import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
-import { stateEntryHistories, type StreamEvent } from '../storage/sync/events.js';
+import { currentSnapshotsAt } from '../storage/sync/state-deltas.js';
+import { stateEntryHistories, type StreamEvent, type StreamStateChange } from '../storage/sync/events.js';
 import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
 import { noneErased, type ErasedSenders } from './erased-users.js';
 import { EventCache, type EventCacheLimits } from './event-cache.js';
@@ -135,14 +135,26 @@ export class RoomReader {
     this.cached.delete(eventId);
   }
 
-  /** Events this process's writer just committed, in stream order (called before anyone is told). */
-  committed(events: readonly StoredEvent[]): void {
+  /**
+   * Events this process's writer just committed, in stream order (called before anyone is told),
+   * with the current-state changes each made.
+   */
+  committed(events: readonly StoredEvent[], changes: ReadonlyMap<number, readonly StreamStateChange[]> = new Map()): void {
     const entries: StreamEvent[] = [];
     for (const e of events) {
       this.fresh.set(e.nid, e);
       if (this.fresh.size > FRESH_KEPT) this.fresh.delete(this.fresh.keys().next().value as number);
-      // Events off the timeline take no place on the events stream.
-      if (e.streamOrdering !== undefined) entries.push({ roomNid: e.roomNid, eventNid: e.nid, position: e.streamOrdering, type: e.type, stateKey: e.stateKey });
+      // Events off the timeline (and history fetched later) are not on the live stream.
+      if (e.streamOrdering === undefined || e.streamOrdering <= 0) continue;
+      const changed = changes.get(e.nid);
+      entries.push({
+        roomNid: e.roomNid,
+        eventNid: e.nid,
+        position: e.streamOrdering,
+        type: e.type,
+        stateKey: e.stateKey,
+        ...(changed !== undefined && changed.length > 0 ? { changes: changed } : {}),
+      });
     }
     this.recent.add(entries);
   }
@@ -281,13 +293,12 @@ export class RoomReader {
   }
 
   /**
-   * The room's state at a position of the events stream: after its last event at or before
-   * `position` (empty when the room had no event yet).
+   * The room's current state as it stood at a position of the events stream (empty before the
+   * room had any state).
    */
   async stateAt(roomNid: number, position: number): Promise<Map<StateKey, StoredEvent>> {
-    const row = await lastRoomEventAtOrBefore(this.db, roomNid, position);
-    if (row === undefined) return new Map();
-    return this.stateAfter(this.remember(row));
+    const snapshot = (await currentSnapshotsAt(this.db, [roomNid], position)).get(roomNid);
+    return snapshot === undefined ? new Map() : this.stateOfSnapshot(snapshot);
   }
 
   // ---- client format ----

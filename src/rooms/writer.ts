@@ -203,7 +203,7 @@ export class EventWriter {
     }
 
     for (const e of events) {
-      if (e.currentState !== undefined) await this.writeStateChanges(trx, e, e.currentState.changes);
+      if (e.currentState !== undefined) await this.writeStateChanges(trx, e, e.currentState.changes, info(e.currentState.snapshot)!.nid);
       if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
       if (e.backward !== undefined) {
         await removeBackwardExtremities(trx, e.head.roomNid!, e.backward.remove);
@@ -250,14 +250,21 @@ export class EventWriter {
   }
 
   /** The current state's deltas, and what follows from member changes: memberships and joined servers. */
-  private async writeStateChanges(trx: Kysely<Schema>, e: PersistEvent, changes: readonly StateChange[]): Promise<void> {
+  private async writeStateChanges(trx: Kysely<Schema>, e: PersistEvent, changes: readonly StateChange[], snapshotNid: number): Promise<void> {
     if (changes.length === 0) return;
     const roomNid = e.head.roomNid!;
     const position = e.streamOrdering!;
     const deltas = [];
     const servers = new Map<string, number>();
     for (const c of changes) {
-      deltas.push({ position, roomNid, stateKeyNid: await this.keyNid(trx, c.key), eventNid: c.ref?.nid ?? null, prevEventNid: c.prevRef?.nid ?? null });
+      deltas.push({
+        position,
+        roomNid,
+        stateKeyNid: await this.keyNid(trx, c.key),
+        eventNid: c.ref?.nid ?? null,
+        prevEventNid: c.prevRef?.nid ?? null,
+        snapshotNid,
+      });
       const { type, stateKey: userId } = parseStateKey(c.key);
       if (type !== 'm.room.member') continue;
       const membership = c.event?.content.membership;

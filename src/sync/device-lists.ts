@@ -112,15 +112,23 @@ export class DeviceListTracker {
     return { changed: [...changed].sort(), left: left.sort() };
   }
 
-  /** The member events of the range in the user's rooms (joined now, or their own membership changed). */
+  /**
+   * The member events that became current state in the range, in the user's rooms (joined now, or
+   * their own membership changed).
+   */
   private async memberEvents(range: DeviceListRange): Promise<MemberEventRef[]> {
     const { userId, since, upTo, window } = range;
     let joined = range.joinedRoomNids === undefined ? undefined : new Set(range.joinedRoomNids);
     if (window !== undefined && joined !== undefined) {
-      const members = window.filter((e) => e.type === 'm.room.member' && e.stateKey !== undefined);
+      const members: MemberEventRef[] = [];
+      for (const e of window) {
+        for (const c of e.changes ?? []) {
+          if (c.type === 'm.room.member' && c.eventNid !== null) members.push({ roomNid: e.roomNid, eventNid: c.eventNid, stateKey: c.stateKey });
+        }
+      }
       const rooms = new Set(joined);
-      for (const e of members) if (e.stateKey === userId) rooms.add(e.roomNid);
-      return members.filter((e) => rooms.has(e.roomNid)).map((e) => ({ roomNid: e.roomNid, eventNid: e.eventNid, stateKey: e.stateKey! }));
+      for (const m of members) if (m.stateKey === userId) rooms.add(m.roomNid);
+      return members.filter((m) => rooms.has(m.roomNid));
     }
     joined ??= new Set((await roomsOfUser(this.deps.db, userId, ['join'])).map((r) => Number(r.room_nid)));
     return memberEventsInRange(this.deps.db, userId, [...joined], since.events, upTo.events);

@@ -240,7 +240,7 @@ export class LegacyInitialSync {
     // The state at each room's end: after the last event read, or (none read) the last one before it.
     const stated = plans.filter((p) => !p.stateless);
     const bare = stated.filter((p) => timelines.get(p.roomId)!.stateAtEnd === undefined);
-    const ends = await statesAtEnd(db, reader, bare.map((p) => ({ roomNid: p.roomNid, upTo: p.end })));
+    const ends = await statesAtEnd(db, bare.map((p) => ({ roomNid: p.roomNid, upTo: p.end })));
     const snapshotOf = new Map<string, number>();
     for (const p of stated) {
       const nid = timelines.get(p.roomId)!.stateAtEnd ?? ends.get(p.roomNid);

@@ -64,7 +64,7 @@ export async function loadRoomContents(
   const stated = requests.filter((r) => r.stateless !== true);
   // Rooms shown whole whose range held no event: their state comes from the last event before it.
   const bare = stated.filter((r) => r.fullState && timelines.get(r.roomId)!.scanned.length === 0);
-  const ends = await statesAtEnd(db, reader, bare.map((r) => ({ roomNid: r.roomNid, upTo: r.range.upTo })));
+  const ends = await statesAtEnd(db, bare.map((r) => ({ roomNid: r.roomNid, upTo: r.range.upTo })));
   const stateRequests: StateRequest[] = stated.map((r) => ({
     roomId: r.roomId,
     roomNid: r.roomNid,

@@ -1,6 +1,8 @@
 // Which rooms a sync speaks of, and how: the user's membership at the token's events position
-// decides the section (join, invite, knock, leave); the member events about the user since the
-// previous token decide which rooms are new to the client (shown whole) and which changed.
+// decides the section (join, invite, knock, leave); the changes of the user's member key in the
+// rooms' current state since the previous token (current-state deltas, so a merge of forks that
+// bans the user counts as much as a ban sent here) decide which rooms are new to the client
+// (shown whole) and which changed.
 //
 // Cost: one read of the user's memberships (one row per room) and one of their membership
 // changes in the range; nothing is read per room here.
@@ -8,9 +10,9 @@
 import type { Kysely } from 'kysely';
 import { isJsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
-import { membershipOf, positionOf, type StoredEvent } from '../rooms/stored-event.js';
+import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
-import { memberEventAtOrBefore } from '../storage/sync/memberships.js';
+import { memberDeltaAtOrBefore, memberDeltasOfUser, type DeltaRow } from '../storage/sync/state-deltas.js';
 import type { PositionRange } from '../storage/sync/events.js';
 import type { SyncPass } from './pass.js';
 import type { SharedReads } from './shared-reads.js';
@@ -91,8 +93,8 @@ async function membershipsAt(db: Kysely<Schema>, reader: RoomReader, userId: str
       continue;
     }
     // Changed after the token's position was taken (a race with a write): look back.
-    const at = await memberEventAtOrBefore(db, roomNid, userId, upTo);
-    if (at !== undefined) behind.push({ roomId: r.room_id, roomNid, ...at });
+    const at = await memberDeltaAtOrBefore(db, roomNid, userId, upTo);
+    if (at !== undefined && at.eventNid !== null) behind.push({ roomId: r.room_id, roomNid, eventNid: at.eventNid, position: at.position });
   }
   if (behind.length > 0) {
     const events = await reader.eventsByNids(behind.map((b) => b.eventNid));
@@ -105,14 +107,54 @@ async function membershipsAt(db: Kysely<Schema>, reader: RoomReader, userId: str
   return out;
 }
 
-/** The member events about the user in the pass's range, oldest first. */
-async function membershipChanges(reader: RoomReader, shared: SharedReads, pass: SyncPass, since: number, upTo: number): Promise<StoredEvent[]> {
+/** A change of the user's member key in a room's current state. */
+interface MembershipChange {
+  readonly roomId: string;
+  readonly position: number;
+  /** The membership after ('leave' when the key left the state). */
+  readonly membership: string;
+  /** The membership before; undefined when the user had none. */
+  readonly previous: string | undefined;
+}
+
+/** The changes of the user's member key in the pass's range, oldest first. */
+async function membershipChanges(
+  db: Kysely<Schema>,
+  reader: RoomReader,
+  shared: SharedReads,
+  pass: SyncPass,
+  since: number,
+  upTo: number,
+): Promise<MembershipChange[]> {
   const window = await pass.window();
-  if (window === undefined) return reader.membershipChanges(pass.userId, { after: since, upTo });
-  const nids = window.filter((e) => e.type === 'm.room.member' && e.stateKey === pass.userId).map((e) => e.eventNid);
-  if (nids.length === 0) return [];
-  const events = await shared.events(nids);
-  return nids.map((nid) => events.get(nid)).filter((e): e is StoredEvent => e !== undefined);
+  let deltas: DeltaRow[];
+  if (window === undefined) deltas = await memberDeltasOfUser(db, pass.userId, { after: since, upTo });
+  else {
+    deltas = [];
+    for (const e of window) {
+      for (const c of e.changes ?? []) {
+        if (c.type === 'm.room.member' && c.stateKey === pass.userId) {
+          deltas.push({ roomNid: e.roomNid, position: e.position, eventNid: c.eventNid, prevEventNid: c.prevEventNid });
+        }
+      }
+    }
+  }
+  if (deltas.length === 0) return [];
+  const events = await shared.events([...new Set(deltas.flatMap((d) => [d.eventNid, d.prevEventNid]).filter((n): n is number => n !== null))]);
+  const out: MembershipChange[] = [];
+  for (const d of deltas) {
+    const room = await reader.roomInfoByNid(d.roomNid);
+    if (room === undefined) continue;
+    const event = d.eventNid === null ? undefined : events.get(d.eventNid);
+    const prev = d.prevEventNid === null ? undefined : events.get(d.prevEventNid);
+    out.push({
+      roomId: room.roomId,
+      position: d.position,
+      membership: (event === undefined ? undefined : membershipOf(event)) ?? 'leave',
+      previous: prev === undefined ? undefined : membershipOf(prev),
+    });
+  }
+  return out;
 }
 
 export async function planRooms(
@@ -126,15 +168,15 @@ export async function planRooms(
   const upTo = pass.upTo.events;
   const since = pass.since?.events;
 
-  // Per room, the member events about the user since the token (oldest first).
-  const changes = new Map<string, StoredEvent[]>();
+  // Per room, the changes of the user's membership since the token (oldest first).
+  const changes = new Map<string, MembershipChange[]>();
   let lastChange = -1;
   if (since !== undefined && since < upTo) {
-    for (const e of await membershipChanges(reader, shared, pass, since, upTo)) {
-      let list = changes.get(e.roomId);
-      if (!list) changes.set(e.roomId, (list = []));
-      list.push(e);
-      lastChange = Math.max(lastChange, positionOf(e));
+    for (const c of await membershipChanges(db, reader, shared, pass, since, upTo)) {
+      let list = changes.get(c.roomId);
+      if (!list) changes.set(c.roomId, (list = []));
+      list.push(c);
+      lastChange = Math.max(lastChange, c.position);
     }
   }
   // The memberships read by an earlier sync still hold when nothing about the user changed since.
@@ -158,8 +200,7 @@ export async function planRooms(
         // New to the client: an initial sync, or a join since the token (a rejoin included).
         const isNew =
           since === undefined ||
-          (changed !== undefined &&
-            (previousMembership(changed[0]!) !== 'join' || changed.some((e) => membershipOf(e) !== 'join')));
+          (changed !== undefined && (changed[0]!.previous !== 'join' || changed.some((c) => c.membership !== 'join')));
         joined.set(m.roomId, {
           roomId: m.roomId,
           roomNid: m.roomNid,
@@ -197,18 +238,15 @@ export async function planRooms(
     const changed = changes.get(m.roomId);
     // Joined at the token and through to the leave: only what happened since is new.
     const joinedThrough =
-      since !== undefined &&
-      changed !== undefined &&
-      previousMembership(changed[0]!) === 'join' &&
-      changed.slice(0, -1).every((e) => membershipOf(e) === 'join');
+      since !== undefined && changed !== undefined && changed[0]!.previous === 'join' && changed.slice(0, -1).every((c) => c.membership === 'join');
     leaves.push({
       roomId: m.roomId,
       roomNid: m.roomNid,
       range: joinedThrough ? { after: since, upTo: m.position } : { upTo: m.position },
       fullState: !joinedThrough || pass.fullState,
       leaveEvent,
-      wasJoined: previousMembership(leaveEvent) === 'join',
-      newlyJoined: since !== undefined && changed !== undefined && previousMembership(changed[0]!) !== 'join' && changed.some((e) => membershipOf(e) === 'join'),
+      wasJoined: (changed?.[changed.length - 1]?.previous ?? previousMembership(leaveEvent)) === 'join',
+      newlyJoined: since !== undefined && changed !== undefined && changed[0]!.previous !== 'join' && changed.some((c) => c.membership === 'join'),
     });
   }
   return { joined, invites, knocks, leaves };

@@ -10,7 +10,8 @@ import type { RoomReader } from '../rooms/reader.js';
 import { byStreamOrder, positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
 import { readSnapshots } from '../storage/sync/snapshots.js';
-import { stateKeysChangedInRange, type PositionRange } from '../storage/sync/events.js';
+import type { PositionRange } from '../storage/sync/events.js';
+import { stateKeysChangedInRange } from '../storage/sync/state-deltas.js';
 import type { SyncPass } from './pass.js';
 import type { LoadedTimeline } from './timeline.js';
 

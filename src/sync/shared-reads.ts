@@ -6,7 +6,7 @@
 // What a range (after, upTo] of the events stream holds never changes once upTo is committed;
 // the latest stretch of it is in memory (RoomReader.recentStream), so the range of a send's wake-up
 // needs no read at all. Room facts are kept with the events position they were read at, and hold
-// at a later position when no state event (nor redaction) came into the room in between.
+// at a later position when the room's current state did not change (nor a redaction come) in between.
 
 import type { Kysely } from 'kysely';
 import type { RoomReader } from '../rooms/reader.js';
@@ -135,7 +135,7 @@ export class SharedReads {
   }
 }
 
-/** Whether an event may change a room's facts: a state event, or a redaction (of one). */
+/** Whether an event may have changed a room's facts: its current state changed there, or a redaction (of a state event). */
 function changesState(e: StreamEvent): boolean {
-  return e.stateKey !== undefined || e.type === 'm.room.redaction';
+  return (e.changes !== undefined && e.changes.length > 0) || e.type === 'm.room.redaction';
 }

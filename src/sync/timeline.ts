@@ -9,6 +9,7 @@ import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import { encodeTimelineToken } from '../rooms/tokens.js';
 import type { Schema } from '../storage/schema.js';
 import { latestEventsOfRooms, type PositionRange } from '../storage/sync/events.js';
+import { currentSnapshotsAt } from '../storage/sync/state-deltas.js';
 import { HistoryRecall } from './history-recall.js';
 import type { SyncPass } from './pass.js';
 import type { SharedReads } from './shared-reads.js';
@@ -185,12 +186,8 @@ async function walk(
   };
 }
 
-/** The state snapshot at `upTo` of rooms whose timeline range held no event, in one read. */
-export async function statesAtEnd(
-  db: Kysely<Schema>,
-  reader: RoomReader,
-  rooms: readonly { roomNid: number; upTo: number }[],
-): Promise<Map<number, number>> {
+/** The current-state snapshot at `upTo` of rooms whose timeline range held no event, one read per distinct `upTo`. */
+export async function statesAtEnd(db: Kysely<Schema>, rooms: readonly { roomNid: number; upTo: number }[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   const byUpTo = new Map<number, number[]>();
   for (const r of rooms) {
@@ -198,12 +195,8 @@ export async function statesAtEnd(
     if (!list) byUpTo.set(r.upTo, (list = []));
     list.push(r.roomNid);
   }
-  const nids: number[] = [];
   for (const [upTo, roomNids] of byUpTo) {
-    for (const list of (await latestEventsOfRooms(db, roomNids, { upTo }, 1)).values()) nids.push(list[0]!.eventNid);
-  }
-  for (const e of (await reader.eventsByNids(nids)).values()) {
-    if (e.stateAfterNid !== undefined) out.set(e.roomNid, e.stateAfterNid);
+    for (const [roomNid, snapshot] of await currentSnapshotsAt(db, roomNids, upTo)) out.set(roomNid, snapshot);
   }
   return out;
 }

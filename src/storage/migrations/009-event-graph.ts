@@ -61,10 +61,12 @@ export const eventGraph: HearthMigration = {
         .addColumn('state_key_nid', 'bigint', (c) => c.notNull())
         .addColumn('event_nid', 'bigint')
         .addColumn('prev_event_nid', 'bigint')
+        .addColumn('snapshot_nid', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('current_state_deltas_pk', ['room_nid', 'position', 'state_key_nid']),
     ).execute();
-    // Sync across rooms reads deltas by position.
+    // Sync across rooms reads deltas by position; a user's membership changes by their member key.
     await db.schema.createIndex('current_state_deltas_position').on('current_state_deltas').column('position').execute();
+    await db.schema.createIndex('current_state_deltas_key').on('current_state_deltas').columns(['state_key_nid', 'position']).execute();
     await keyedTable(
       db.schema
         .createTable('room_joined_servers')
@@ -193,9 +195,9 @@ async function fillCurrentStateDeltas(db: Kysely<unknown>): Promise<void> {
     select distinct e.type, e.state_key from events e
     where e.state_key is not null and e.stream_ordering is not null
       and not exists (select 1 from event_state_keys k where k.event_type = e.type and k.state_key = e.state_key)`.execute(db);
-  await sql`insert into current_state_deltas (position, room_nid, state_key_nid, event_nid, prev_event_nid)
+  await sql`insert into current_state_deltas (position, room_nid, state_key_nid, event_nid, prev_event_nid, snapshot_nid)
     select e.stream_ordering, e.room_nid, k.state_key_nid, e.event_nid,
-      lag(e.event_nid) over (partition by e.room_nid, k.state_key_nid order by e.stream_ordering)
+      lag(e.event_nid) over (partition by e.room_nid, k.state_key_nid order by e.stream_ordering), e.state_after_nid
     from events e join event_state_keys k on k.event_type = e.type and k.state_key = e.state_key
     where e.state_key is not null and e.stream_ordering is not null`.execute(db);
 }

@@ -74,6 +74,8 @@ export interface NewStateDelta {
   readonly eventNid: number | null;
   /** The event at the key before; null when the key is new. */
   readonly prevEventNid: number | null;
+  /** The room's current-state snapshot once this position's changes are made. */
+  readonly snapshotNid: number;
 }
 
 /** A delta as read back, with the (type, state key) its key nid stands for. */
@@ -93,6 +95,7 @@ export async function insertStateDeltas(trx: Kysely<Schema>, rows: readonly NewS
           state_key_nid: d.stateKeyNid,
           event_nid: d.eventNid,
           prev_event_nid: d.prevEventNid,
+          snapshot_nid: d.snapshotNid,
         })),
       )
       .execute();
@@ -112,7 +115,7 @@ export async function stateDeltasInRange(
     let q = db
       .selectFrom('current_state_deltas as d')
       .innerJoin('event_state_keys as k', 'k.state_key_nid', 'd.state_key_nid')
-      .select(['d.position', 'd.room_nid', 'd.state_key_nid', 'd.event_nid', 'd.prev_event_nid', 'k.event_type', 'k.state_key'])
+      .select(['d.position', 'd.room_nid', 'd.state_key_nid', 'd.event_nid', 'd.prev_event_nid', 'd.snapshot_nid', 'k.event_type', 'k.state_key'])
       .where('d.position', '>', range.after)
       .where('d.position', '<=', range.upTo);
     if (rooms !== undefined) q = q.where('d.room_nid', 'in', rooms);
@@ -128,6 +131,7 @@ export async function stateDeltasInRange(
         stateKeyNid: Number(r.state_key_nid),
         eventNid: r.event_nid === null ? null : Number(r.event_nid),
         prevEventNid: r.prev_event_nid === null ? null : Number(r.prev_event_nid),
+        snapshotNid: Number(r.snapshot_nid),
         type: r.event_type,
         stateKey: r.state_key,
       });

@@ -4,6 +4,7 @@
 
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../schema.js';
+import { stateDeltasInRange } from '../rooms/graph.js';
 
 export interface PositionRange {
   /** Exclusive lower bound on stream_ordering; undefined: from the room's start. */
@@ -112,12 +113,23 @@ export async function stateEntryHistories(
   return out;
 }
 
+/** One key of a room's current state changing at an event's position. */
+export interface StreamStateChange {
+  readonly type: string;
+  readonly stateKey: string;
+  /** The event now at the key; null when the key left the state. */
+  readonly eventNid: number | null;
+  readonly prevEventNid: number | null;
+}
+
 export interface StreamEvent {
   readonly roomNid: number;
   readonly eventNid: number;
   readonly position: number;
   readonly type: string;
   readonly stateKey: string | undefined;
+  /** How the room's current state changed at this position (none: unchanged). */
+  readonly changes?: readonly StreamStateChange[];
 }
 
 /**
@@ -133,11 +145,25 @@ export async function eventsInStreamRange(db: Kysely<Schema>, after: number, upT
     .orderBy('stream_ordering', 'asc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({
-    roomNid: Number(r.room_nid),
-    eventNid: Number(r.event_nid),
-    position: Number(r.stream_ordering),
-    type: r.type,
-    stateKey: r.state_key ?? undefined,
-  }));
+  const last = rows.length === 0 ? after : Number(rows[rows.length - 1]!.stream_ordering);
+  const changes = new Map<number, StreamStateChange[]>();
+  if (rows.length > 0) {
+    for (const d of await stateDeltasInRange(db, { after, upTo: last })) {
+      let list = changes.get(d.position);
+      if (!list) changes.set(d.position, (list = []));
+      list.push({ type: d.type, stateKey: d.stateKey, eventNid: d.eventNid, prevEventNid: d.prevEventNid });
+    }
+  }
+  return rows.map((r) => {
+    const position = Number(r.stream_ordering);
+    const changed = changes.get(position);
+    return {
+      roomNid: Number(r.room_nid),
+      eventNid: Number(r.event_nid),
+      position,
+      type: r.type,
+      stateKey: r.state_key ?? undefined,
+      ...(changed !== undefined ? { changes: changed } : {}),
+    };
+  });
 }

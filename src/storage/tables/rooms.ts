@@ -138,6 +138,8 @@ export interface CurrentStateDeltasTable {
   event_nid: number | null;
   /** The event at that key before; null when the key is new. */
   prev_event_nid: number | null;
+  /** The room's current-state snapshot once this position's changes are made. */
+  snapshot_nid: number;
 }
 
 /** Servers with joined members in a room, and how many (rows at 0 are deleted). */

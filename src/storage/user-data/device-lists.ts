@@ -73,7 +73,7 @@ export interface MemberEventRef {
   readonly stateKey: string;
 }
 
-/** The member events in (after, upTo] of these rooms, plus the user's own member events anywhere. */
+/** The member events that became current state in (after, upTo] in these rooms, plus the user's own anywhere. */
 export async function memberEventsInRange(
   db: Kysely<Schema>,
   userId: string,
@@ -81,19 +81,22 @@ export async function memberEventsInRange(
   after: number,
   upTo: number,
 ): Promise<MemberEventRef[]> {
+  // Current-state changes of member keys: a member event counts where it became current state.
   const base = () =>
     db
-      .selectFrom('events')
-      .select(['room_nid', 'event_nid', 'state_key'])
-      .where('type', '=', 'm.room.member')
-      .where('stream_ordering', '>', after)
-      .where('stream_ordering', '<=', upTo);
-  const own = await base().where('state_key', '=', userId).execute();
+      .selectFrom('current_state_deltas as d')
+      .innerJoin('event_state_keys as k', 'k.state_key_nid', 'd.state_key_nid')
+      .select(['d.room_nid', 'd.event_nid', 'k.state_key'])
+      .where('k.event_type', '=', 'm.room.member')
+      .where('d.event_nid', 'is not', null)
+      .where('d.position', '>', after)
+      .where('d.position', '<=', upTo);
+  const own = await base().where('k.state_key', '=', userId).execute();
   const rooms = [...new Set([...roomNids, ...own.map((r) => Number(r.room_nid))])];
   const out = new Map<number, MemberEventRef>();
   for (let i = 0; i < rooms.length; i += IDS_PER_STATEMENT) {
-    const rows = await base().where('room_nid', 'in', rooms.slice(i, i + IDS_PER_STATEMENT)).execute();
-    for (const r of rows) out.set(Number(r.event_nid), { roomNid: Number(r.room_nid), eventNid: Number(r.event_nid), stateKey: r.state_key ?? '' });
+    const rows = await base().where('d.room_nid', 'in', rooms.slice(i, i + IDS_PER_STATEMENT)).execute();
+    for (const r of rows) out.set(Number(r.event_nid), { roomNid: Number(r.room_nid), eventNid: Number(r.event_nid), stateKey: r.state_key });
   }
   return [...out.values()];
 }
