@@ -13,7 +13,7 @@ import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
-import { needsFullSnapshot } from '../storage/rooms/state-snapshots.js';
+import { planSnapshot } from '../storage/rooms/state-snapshots.js';
 import type { EventRef, RoomHead, RoomSummary, SnapshotRef } from './head.js';
 
 /** Largest PDU, as canonical JSON bytes (server-server API, "Size limits"). */
@@ -148,9 +148,12 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     if (prior !== undefined) {
       unsigned = { ...unsigned, replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
     }
-    snapshotAfter = needsFullSnapshot(snapshotBefore)
-      ? { info: undefined, parent: null, chainLength: 0, entries: [...head.stateRefs] }
-      : { info: undefined, parent: snapshotBefore, chainLength: snapshotBefore!.chainLength + 1, entries: [[key, ref]] };
+    // A delta's keys hold their current events (the head never drops a key, so each has one).
+    const plan = planSnapshot(snapshotBefore, [key], head.stateRefs.size);
+    snapshotAfter =
+      plan.parent === null
+        ? { info: undefined, parent: null, chainLength: 0, keys: [...head.stateRefs.keys()], entries: [...head.stateRefs] }
+        : { info: undefined, parent: plan.parent, chainLength: plan.parent.chainLength + 1, keys: plan.keys, entries: plan.keys.map((k) => [k, head.stateRefs.get(k)!]) };
     head.snapshot = snapshotAfter;
   }
   head.extremities = [ref];

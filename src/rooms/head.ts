@@ -27,7 +27,12 @@ export interface SnapshotRef {
   /** The snapshot this one is a delta against; null for a full snapshot. */
   readonly parent: SnapshotRef | null;
   readonly chainLength: number;
-  /** What to write: the changed entries of a delta, or every entry of a full snapshot. */
+  /**
+   * The keys it has entries for (every key for a full snapshot), written or not: what the snapshot
+   * policy weighs (planSnapshot).
+   */
+  readonly keys: readonly StateKey[];
+  /** What to write: the entries of a delta, or every entry of a full snapshot; empty once loaded. */
   readonly entries: readonly (readonly [StateKey, EventRef])[];
 }
 
