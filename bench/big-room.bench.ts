@@ -90,11 +90,15 @@ started = performance.now();
 const head = await loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId);
 const loadMs = performance.now() - started;
 const cacheAfter = cold.reader.cacheUsage;
-// Once more in the same service (its code now compiled; the head is not cached by the reader).
-started = performance.now();
-await loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId);
-const againMs = performance.now() - started;
-console.log(`  head load (cold): ${fmt(loadMs)} ms for ${fmt(head!.stateRefs.size)} state entries; ${fmt(againMs)} ms when loaded again`);
+// Again in the same service (its code now compiled; the reader caches no head): the best of 5,
+// as the machine may be busy.
+let againMs = Infinity;
+for (let i = 0; i < 5; i++) {
+  started = performance.now();
+  await loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId);
+  againMs = Math.min(againMs, performance.now() - started);
+}
+console.log(`  head load (cold): ${fmt(loadMs)} ms for ${fmt(head!.stateRefs.size)} state entries; loaded again: ${fmt(againMs)} ms (best of 5)`);
 console.log(
   `  event cache used by the load: ${fmt(cacheAfter.events - cacheBefore.events)} events, ${fmt((cacheAfter.bytes - cacheBefore.bytes) / 1024 ** 2, 1)} MiB`,
 );

@@ -153,7 +153,13 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     snapshotAfter =
       plan.parent === null
         ? { info: undefined, parent: null, chainLength: 0, keys: [...head.stateRefs.keys()], entries: [...head.stateRefs] }
-        : { info: undefined, parent: plan.parent, chainLength: plan.parent.chainLength + 1, keys: plan.keys, entries: plan.keys.map((k) => [k, head.stateRefs.get(k)!]) };
+        : {
+            info: undefined,
+            parent: plan.parent,
+            chainLength: plan.parent.chainLength + 1,
+            keys: plan.keys,
+            entries: plan.keys.map((k) => [k, head.stateRefs.get(k)!]),
+          };
     head.snapshot = snapshotAfter;
   }
   head.extremities = [ref];

@@ -19,7 +19,10 @@ import type { Schema } from '../schema.js';
 export const STATE_CHAIN_LIMIT = 32;
 /** A delta absorbs its parent while the parent holds fewer than this many times its entries. */
 const DELTA_RATIO = 2;
-/** Below this many entries a delta never replaces a base (small rooms keep cheap deltas). */
+/**
+ * Below this many entries a delta is not replaced by a base for holding a quarter of it (small
+ * rooms keep cheap deltas), only for holding as many entries as the whole state.
+ */
 const MIN_REBASE_ENTRIES = 64;
 
 export interface SnapshotInfo {
