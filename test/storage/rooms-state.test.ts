@@ -11,6 +11,7 @@ import {
   insertSnapshotRow,
   planSnapshot,
   readSnapshot,
+  readSnapshotState,
   readSnapshotSubset,
   snapshotRowCount,
   STATE_CHAIN_LIMIT,
@@ -129,6 +130,53 @@ for (const backend of await storageBackends()) {
       }));
       assert.deepEqual(subset, expected);
       assert.ok(!last.expected.has(stateKey('m.room.member', '@u979:hs')));
+    });
+
+    test('a chain written before planSnapshot (32 one-entry deltas on a base) reads back and grows by plan', async () => {
+      const roomNid = await newRoom();
+      const keys = new StateKeyNids();
+      const state = new Map<StateKey, number>();
+      // A full snapshot of 200 members, then a delta per change.
+      let info: SnapshotInfo | null = await database.db.transaction().execute(async (trx) => {
+        const base = await insertSnapshotRow(trx, roomNid, null);
+        const entries: [number, number][] = [];
+        for (let i = 0; i < 200; i++) {
+          entries.push([await keys.getOrCreate(trx, 'm.room.member', `@b${i}:hs`), 5000 + i]);
+          state.set(stateKey('m.room.member', `@b${i}:hs`), 5000 + i);
+        }
+        await insertSnapshotEntries(trx, base.nid, entries);
+        return base;
+      });
+      for (let i = 1; i <= STATE_CHAIN_LIMIT; i++) {
+        const type = 'm.room.member';
+        const key = `@u${i % 20}:hs`;
+        await database.db.transaction().execute(async (trx) => {
+          const keyNid = await keys.getOrCreate(trx, type, key);
+          state.set(stateKey(type, key), 100 + i);
+          info = await insertSnapshotRow(trx, roomNid, info);
+          await insertSnapshotEntries(trx, info.nid, [[keyNid, 100 + i]]);
+        });
+      }
+      const old = await readSnapshotState(database.db, info!.nid);
+      assert.deepEqual(old.events, state);
+      assert.equal(old.layers.length, STATE_CHAIN_LIMIT + 1);
+      // As a loaded head holds it: one link per snapshot of the chain.
+      let link: Link | null = null;
+      for (const [i, nid] of old.info.chain.entries()) {
+        link = { parent: link, keys: old.layers[i]!, chainLength: i, info: { nid, chainLength: i, chain: old.info.chain.slice(0, i + 1) } };
+      }
+      const change = stateKey('m.room.member', '@u3:hs');
+      const plan = planSnapshot(link, [change], state.size);
+      // The new delta takes in the small deltas before it instead of lengthening the chain.
+      assert.ok(plan.parent !== null);
+      assert.equal(plan.parent.chainLength, 0);
+      assert.equal(plan.keys.length, 20);
+      await database.db.transaction().execute(async (trx) => {
+        state.set(change, 999);
+        const next = await insertSnapshotRow(trx, roomNid, plan.parent.info);
+        await insertSnapshotEntries(trx, next.nid, plan.keys.map((k) => [old.keyNids.get(k)!, state.get(k)!]));
+        assert.deepEqual(await readSnapshot(trx, next.nid), state);
+      });
     });
 
     test('a removal entry hides the inherited one; a subset read sees the same', async () => {
