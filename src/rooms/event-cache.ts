@@ -41,6 +41,12 @@ export class EventCache {
     return entry.event;
   }
 
+  /** The event as get gives it, but left where it stands in the eviction order. */
+  peek(nid: number): StoredEvent | undefined {
+    const entry = this.byNid.get(nid);
+    return entry === undefined || this.now() - entry.at > this.limits.maxAgeMs ? undefined : entry.event;
+  }
+
   nidOf(eventId: string): number | undefined {
     return this.nidById.get(eventId);
   }

@@ -9,7 +9,7 @@ import type { RoomEvent, StateKey } from '../protocol/events.js';
 import { stateKey } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomVersion } from '../protocol/room-versions.js';
-import { needsFullSnapshot, type SnapshotInfo } from '../storage/rooms/state-snapshots.js';
+import { planSnapshot, type SnapshotInfo } from '../storage/rooms/state-snapshots.js';
 import type { StateChange } from './persist-event.js';
 
 /** Most prev events one event cites (server-server API, "PDUs"): more extremities merge over several events. */
@@ -32,7 +32,15 @@ export interface SnapshotRef {
   /** The snapshot this one is a delta against; null for a full snapshot. */
   readonly parent: SnapshotRef | null;
   readonly chainLength: number;
-  /** What to write: the changed entries of a delta (null: the key left the state), or every entry of a full snapshot. */
+  /**
+   * The keys it has entries for (every key for a full snapshot), written or not: what the snapshot
+   * policy weighs (planSnapshot).
+   */
+  readonly keys: readonly StateKey[];
+  /**
+   * What to write: the entries of a delta (null: the key left the state), or every entry of a full
+   * snapshot; empty once written or loaded.
+   */
   readonly entries: readonly (readonly [StateKey, EventRef | null])[];
 }
 
@@ -51,22 +59,30 @@ export interface RoomSummary {
 }
 
 /**
- * A snapshot holding `parent`'s state with `changed` applied (`whole` is that state in full): a
- * delta on top of `parent`, or a full snapshot when the chain would grow too long.
+ * A snapshot of `whole`, the state `parent` held with the `changed` keys changed: a delta on top
+ * of `parent` (or of one of its ancestors, absorbing small deltas), or a full snapshot, as the
+ * snapshot policy (planSnapshot) decides.
  */
 export function snapshotOn(
   parent: SnapshotRef | null,
-  changed: readonly (readonly [StateKey, EventRef | null])[],
+  changed: readonly StateKey[],
   whole: ReadonlyMap<StateKey, EventRef>,
 ): SnapshotRef {
-  return needsFullSnapshot(parent)
-    ? { info: undefined, parent: null, chainLength: 0, entries: [...whole] }
-    : { info: undefined, parent, chainLength: parent!.chainLength + 1, entries: changed };
+  const plan = planSnapshot(parent, changed, whole.size);
+  if (plan.parent === null) return { info: undefined, parent: null, chainLength: 0, keys: [...whole.keys()], entries: [...whole] };
+  // A delta's keys hold their current events; a key the state no longer has, a removal.
+  return {
+    info: undefined,
+    parent: plan.parent,
+    chainLength: plan.parent.chainLength + 1,
+    keys: plan.keys,
+    entries: plan.keys.map((k) => [k, whole.get(k) ?? null] as const),
+  };
 }
 
-/** A stored snapshot as a parent for new ones. */
+/** A stored snapshot as a parent for new ones (its own chain is not known here). */
 export function storedSnapshot(info: SnapshotInfo): SnapshotRef {
-  return { info, parent: null, chainLength: info.chainLength, entries: [] };
+  return { info, parent: null, chainLength: info.chainLength, keys: [], entries: [] };
 }
 
 export class RoomHead {
@@ -127,7 +143,7 @@ export class RoomHead {
   applyState(key: StateKey, event: RoomEvent, ref: EventRef): { change: StateChange; snapshot: SnapshotRef } {
     const prevRef = this.stateRefs.get(key) ?? null;
     const prevEvent = this.setState(key, event, ref) ?? null;
-    this.snapshot = snapshotOn(this.snapshot, [[key, ref]], this.stateRefs);
+    this.snapshot = snapshotOn(this.snapshot, [key], this.stateRefs);
     return { change: { key, event, ref, prevEvent, prevRef }, snapshot: this.snapshot };
   }
 

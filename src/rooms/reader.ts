@@ -9,10 +9,11 @@
 // and including P".
 
 import type { Kysely } from 'kysely';
-import type { StateKey } from '../protocol/events.js';
+import type { Pdu, StateKey } from '../protocol/events.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import type { Schema } from '../storage/schema.js';
 import {
+  eventPdusByNids,
   eventsByIds,
   eventsByNids,
   eventsOfRoomsInRange,
@@ -35,6 +36,9 @@ import { positionOf, storedEventFromRow, type StoredEvent } from './stored-event
 import { joinedAt, stateChanges } from './visibility.js';
 
 export type { StreamRange } from '../storage/rooms/events.js';
+
+/** An event as visitEventPdus gives it: what building on it needs. */
+export type EventPdu = Pick<StoredEvent, 'nid' | 'eventId' | 'pdu' | 'redactedBy'>;
 
 /** What never changes about a room. */
 export interface RoomInfo {
@@ -212,6 +216,25 @@ export class RoomReader {
     if (missing.length === 0) return out;
     for (const row of await eventsByNids(this.db, missing)) out.set(Number(row.event_nid), this.remember(row));
     return out;
+  }
+
+  /**
+   * Visits events by nid in batches of `batchSize`, as id, PDU and redaction only, without adding
+   * them to the cache: for reads of many events kept elsewhere (a room head's state), which would
+   * push out what the cache holds for everyone. Unknown nids are skipped.
+   */
+  async visitEventPdus(nids: readonly number[], visit: (e: EventPdu) => void, batchSize = 1000): Promise<void> {
+    for (let i = 0; i < nids.length; i += batchSize) {
+      const missing: number[] = [];
+      for (const nid of nids.slice(i, i + batchSize)) {
+        const e = this.cached.peek(nid) ?? this.fresh.get(nid);
+        if (e !== undefined) visit(e);
+        else missing.push(nid);
+      }
+      for (const row of await eventPdusByNids(this.db, missing)) {
+        visit({ nid: row.event_nid, eventId: row.event_id, pdu: JSON.parse(row.json) as Pdu, redactedBy: row.redacted_by ?? undefined });
+      }
+    }
   }
 
   /**

@@ -127,7 +127,7 @@ for (const backend of await storageBackends()) {
       }
     });
 
-    test('a message writes no state rows; a state event writes one delta entry; the chain stays bounded', async () => {
+    test('a message writes no state rows; a state event writes one snapshot; the chain stays bounded', async () => {
       const { roomId } = await h.rooms.createRoom(alice, {});
       const [snapshots, entries] = [await count('state_snapshots'), await count('state_snapshot_entries')];
       await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'no state' });
@@ -135,7 +135,8 @@ for (const backend of await storageBackends()) {
       assert.equal(await count('state_snapshot_entries'), entries);
       await h.rooms.sendState(alice, roomId, 'm.room.topic', '', { topic: 'one' });
       assert.equal(await count('state_snapshots'), snapshots + 1);
-      assert.equal(await count('state_snapshot_entries'), entries + 1);
+      // Its entry, and those of the small deltas before it that it takes in (planSnapshot).
+      assert.ok((await count('state_snapshot_entries')) > entries);
       // A message points at the snapshot the last state event made.
       await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'after' });
       let stored = await rows(roomId);

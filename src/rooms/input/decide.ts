@@ -130,7 +130,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   if (base.stateKey !== undefined && !fast) {
     const state = new Map(before.state).set(base.stateKey, c.event);
     const refs = new Map(before.refs).set(base.stateKey, c.ref);
-    after = { state, refs, snapshot: snapshotOn(before.snapshot, [[base.stateKey, c.ref]], refs) };
+    after = { state, refs, snapshot: snapshotOn(before.snapshot, [base.stateKey], refs) };
   }
 
   // 6. Soft failure against the current state (on the fast path, that is the state before).
@@ -197,7 +197,7 @@ async function stateBefore(
     const refs = new Map<StateKey, EventRef>();
     for (const [key, e] of override) {
       state.set(key, authView(e, head));
-      refs.set(key, refOf(e, head));
+      refs.set(key, refOf(e, head.version));
     }
     return { state, refs, snapshot: snapshotOn(null, [], refs) };
   }
@@ -215,7 +215,7 @@ async function stateBefore(
   const idSets = await Promise.all(sets.map((set) => idsOfState(deps, set)));
   const resolved = await resolveState(head.roomId, head.version, idSets, source);
   const { state, refs } = await eventsOfIds(resolved, source);
-  return { state, refs, snapshot: snapshotOn(parent, diff(idSets[0]!, resolved, refs), refs) };
+  return { state, refs, snapshot: snapshotOn(parent, changedKeys(idSets[0]!, resolved), refs) };
 }
 
 /**
@@ -252,19 +252,19 @@ async function applyResolved(head: RoomHead, resolved: ReadonlyMap<StateKey, str
   if (changed.length === 0) return [];
   const found = await source.stored(changed.flatMap((k) => (resolved.has(k) ? [resolved.get(k)!] : [])));
   const changes: StateChange[] = [];
-  const entries: [StateKey, EventRef | null][] = [];
+  const entries: StateKey[] = [];
   for (const key of changed) {
     const prevRef = head.stateRefs.get(key) ?? null;
     const id = resolved.get(key);
     if (id === undefined) {
       changes.push({ key, event: null, ref: null, prevEvent: head.removeState(key) ?? null, prevRef });
-      entries.push([key, null]);
+      entries.push(key);
       continue;
     }
     const e = found.get(id);
     if (e === undefined) continue;
     changes.push({ key, event: e.event, ref: e.ref, prevEvent: head.setState(key, e.event, e.ref) ?? null, prevRef });
-    entries.push([key, e.ref]);
+    entries.push(key);
   }
   if (entries.length > 0) head.snapshot = snapshotOn(head.snapshot, entries, head.stateRefs);
   return changes;
@@ -304,14 +304,10 @@ async function eventsOfIds(
   return { state, refs };
 }
 
-/** The entries of `to` that differ from `from` (null for keys `to` lacks). */
-function diff(
-  from: ReadonlyMap<StateKey, string>,
-  to: ReadonlyMap<StateKey, string>,
-  refs: ReadonlyMap<StateKey, EventRef>,
-): [StateKey, EventRef | null][] {
-  const out: [StateKey, EventRef | null][] = [];
-  for (const [key, id] of to) if (from.get(key) !== id && refs.has(key)) out.push([key, refs.get(key)!]);
-  for (const key of from.keys()) if (!to.has(key)) out.push([key, null]);
+/** The keys whose event differs between two states (present in one only included). */
+function changedKeys(from: ReadonlyMap<StateKey, string>, to: ReadonlyMap<StateKey, string>): StateKey[] {
+  const out: StateKey[] = [];
+  for (const [key, id] of to) if (from.get(key) !== id) out.push(key);
+  for (const key of from.keys()) if (!to.has(key)) out.push(key);
   return out;
 }

@@ -42,7 +42,7 @@ export class StoredStateSource implements StateResEventSource {
     for (const [id, e] of await this.reader.events(wanted)) {
       if (e.roomId !== this.head.roomId) continue;
       const event = roomEventOf(e);
-      out.set(id, { event: e.redactedBy === undefined ? event : redactedRoomEvent(event, this.head), ref: refOf(e, this.head) });
+      out.set(id, { event: e.redactedBy === undefined ? event : redactedRoomEvent(event, this.head), ref: refOf(e, this.head.version) });
     }
     return out;
   }

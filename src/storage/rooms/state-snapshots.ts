@@ -1,14 +1,29 @@
-// Room state as deltas. A snapshot stores only the entries that changed against its parent;
-// after STATE_CHAIN_LIMIT deltas the next snapshot is written in full, so reading any state walks
-// at most that many snapshots. Each snapshot row carries its ancestors (full base first), so a
-// read is two queries whatever the chain's length.
+// Room state as deltas. A snapshot stores only the entries that changed against its parent, a
+// full snapshot (the base) every entry. Each snapshot row carries its ancestors (full base first),
+// so a read is two queries whatever the chain's length.
+//
+// Which parent a new snapshot takes (planSnapshot) keeps both the rows written per state event
+// and the chain short in rooms of any size. The deltas on top of a base shrink geometrically:
+// each at least twice the size of the next. A new delta first absorbs the newest deltas that are
+// not twice its size (it then holds their keys as well, with their current events, and takes
+// their parent), like the carry of a binary counter. So a change is rewritten about once per
+// doubling, O(log n) rows per state event, and a chain holds O(log n) deltas. A delta that would
+// sit on the base and hold more than a quarter of it is written as a new full base instead: a
+// base of N rows comes after at least N/4 changes, 4 rows per state event amortised.
 
 import type { Kysely } from 'kysely';
 import { stateKey, type StateKey } from '../../protocol/events.js';
 import type { Schema } from '../schema.js';
 
-/** Deltas allowed on top of a full snapshot before the next one is written in full. */
+/** Snapshots allowed on top of a full snapshot: a bound that the policy below rarely reaches. */
 export const STATE_CHAIN_LIMIT = 32;
+/** A delta absorbs its parent while the parent holds fewer than this many times its entries. */
+const DELTA_RATIO = 2;
+/**
+ * Below this many entries a delta is not replaced by a base for holding a quarter of it (small
+ * rooms keep cheap deltas), only for holding as many entries as the whole state.
+ */
+const MIN_REBASE_ENTRIES = 64;
 
 export interface SnapshotInfo {
   readonly nid: number;
@@ -21,14 +36,40 @@ export interface SnapshotInfo {
 /** One entry of a snapshot: a state key's nid and its event's nid (null removes the key). */
 export type SnapshotEntry = readonly [stateKeyNid: number, eventNid: number | null];
 
-/** Whether a snapshot on top of `parent` must be written in full to keep the chain bounded. */
-export function needsFullSnapshot(parent: { chainLength: number } | null): boolean {
-  return parent === null || parent.chainLength + 1 > STATE_CHAIN_LIMIT;
+/** A snapshot as the policy sees it: its parent (null for a base) and the keys it has entries for. */
+export interface ChainLink<K> {
+  readonly parent: this | null;
+  readonly keys: readonly K[];
+  readonly chainLength: number;
+}
+
+/**
+ * The form of the snapshot to write after `changed` keys changed on top of `current` (null: the
+ * room has no state yet), `stateSize` keys in all: a full snapshot (parent null), or a delta on
+ * top of `parent` with entries for `keys` (the changed keys and those of the deltas it absorbs),
+ * each holding its key's current event.
+ */
+export function planSnapshot<K, L extends ChainLink<K>>(
+  current: L | null,
+  changed: readonly K[],
+  stateSize: number,
+): { readonly parent: null } | { readonly parent: L; readonly keys: readonly K[] } {
+  if (current === null) return { parent: null };
+  const keys = new Set(changed);
+  let parent: L = current;
+  while (parent.parent !== null && parent.keys.length < DELTA_RATIO * keys.size) {
+    for (const k of parent.keys) keys.add(k);
+    parent = parent.parent;
+  }
+  const onBase = parent.parent === null;
+  const baseOutgrown = onBase && ((keys.size > MIN_REBASE_ENTRIES && 4 * keys.size > parent.keys.length) || keys.size >= stateSize);
+  if (baseOutgrown || parent.chainLength + 1 > STATE_CHAIN_LIMIT) return { parent: null };
+  return { parent, keys: [...keys] };
 }
 
 /**
  * Writes a snapshot's row: a delta on top of `parent`, or a full snapshot when `parent` is null
- * (see needsFullSnapshot). Its entries follow with insertSnapshotEntries, once the events they
+ * (see planSnapshot). Its entries follow with insertSnapshotEntries, once the events they
  * name have rows.
  */
 export async function insertSnapshotRow(
@@ -75,10 +116,13 @@ export async function getSnapshotInfo(db: Kysely<Schema>, snapshotNid: number): 
 }
 
 export interface SnapshotState {
+  readonly info: SnapshotInfo;
   /** stateKey(type, state_key) → event nid. */
   readonly events: Map<StateKey, number>;
   /** stateKey(type, state_key) → that pair's state_key_nid. */
   readonly keyNids: Map<StateKey, number>;
+  /** The keys each snapshot of the chain has entries for, full base first (what planSnapshot weighs). */
+  readonly layers: StateKey[][];
 }
 
 /** The state a snapshot holds: stateKey(type, state_key) → event nid. */
@@ -96,18 +140,30 @@ export async function readSnapshotState(db: Kysely<Schema>, snapshotNid: number)
     .select(['e.snapshot_nid', 'e.state_key_nid', 'k.event_type', 'k.state_key', 'e.event_nid'])
     .where('e.snapshot_nid', 'in', info.chain)
     .execute();
-  // Later snapshots in the chain override earlier ones.
-  const rank = new Map(info.chain.map((nid, i) => [nid, i]));
-  rows.sort((a, b) => rank.get(Number(a.snapshot_nid))! - rank.get(Number(b.snapshot_nid))!);
   const events = new Map<StateKey, number>();
   const keyNids = new Map<StateKey, number>();
-  for (const r of rows) {
-    const key = stateKey(r.event_type, r.state_key);
-    keyNids.set(key, Number(r.state_key_nid));
-    if (r.event_nid === null) events.delete(key);
-    else events.set(key, Number(r.event_nid));
-  }
-  return { events, keyNids };
+  const layers: StateKey[][] = info.chain.map(() => []);
+  // Later snapshots in the chain override earlier ones: rows are applied layer by layer.
+  const byLayer = inChainOrder(info.chain, rows);
+  byLayer.forEach((layerRows, i) => {
+    const layer = layers[i]!;
+    for (const r of layerRows) {
+      const key = stateKey(r.event_type, r.state_key);
+      keyNids.set(key, Number(r.state_key_nid));
+      layer.push(key);
+      if (r.event_nid === null) events.delete(key);
+      else events.set(key, Number(r.event_nid));
+    }
+  });
+  return { info, events, keyNids, layers };
+}
+
+/** A chain's entry rows grouped by snapshot, in the chain's order (full base first). */
+function inChainOrder<R extends { snapshot_nid: number | bigint }>(chain: readonly number[], rows: readonly R[]): R[][] {
+  const rank = new Map(chain.map((nid, i) => [nid, i]));
+  const out: R[][] = chain.map(() => []);
+  for (const r of rows) out[rank.get(Number(r.snapshot_nid))!]!.push(r);
+  return out;
 }
 
 /** Rows a snapshot's chain holds in total (for tests and diagnostics). */
@@ -195,12 +251,12 @@ export async function readSnapshotSubset(
     .where('k.event_type', '=', type)
     .where('k.state_key', 'in', stateKeys)
     .execute();
-  const rank = new Map(info.chain.map((nid, i) => [nid, i]));
-  rows.sort((a, b) => rank.get(Number(a.snapshot_nid))! - rank.get(Number(b.snapshot_nid))!);
-  for (const r of rows) {
-    const key = stateKey(type, r.state_key);
-    if (r.event_nid === null) out.delete(key);
-    else out.set(key, Number(r.event_nid));
+  for (const layerRows of inChainOrder(info.chain, rows)) {
+    for (const r of layerRows) {
+      const key = stateKey(type, r.state_key);
+      if (r.event_nid === null) out.delete(key);
+      else out.set(key, Number(r.event_nid));
+    }
   }
   return out;
 }
