@@ -31,7 +31,7 @@ import { toClientEvent, type ClientEvent, type ClientEventOptions } from './clie
 import { noneErased, type ErasedSenders } from './erased-users.js';
 import { EventCache, type EventCacheLimits } from './event-cache.js';
 import { RecentEvents } from './recent-events.js';
-import { storedEventFromRow, type StoredEvent } from './stored-event.js';
+import { positionOf, storedEventFromRow, type StoredEvent } from './stored-event.js';
 import { joinedAt, stateChanges } from './visibility.js';
 
 export type { StreamRange } from '../storage/rooms/events.js';
@@ -141,7 +141,8 @@ export class RoomReader {
     for (const e of events) {
       this.fresh.set(e.nid, e);
       if (this.fresh.size > FRESH_KEPT) this.fresh.delete(this.fresh.keys().next().value as number);
-      entries.push({ roomNid: e.roomNid, eventNid: e.nid, position: e.streamOrdering, type: e.type, stateKey: e.stateKey });
+      // Events off the timeline take no place on the events stream.
+      if (e.streamOrdering !== undefined) entries.push({ roomNid: e.roomNid, eventNid: e.nid, position: e.streamOrdering, type: e.type, stateKey: e.stateKey });
     }
     this.recent.add(entries);
   }
@@ -341,7 +342,7 @@ export class RoomReader {
     if (unsure.length === 0 || viewer === undefined) return out;
     const histories = await stateEntryHistories(this.db, [...new Set(unsure.map((e) => e.roomNid))], 'm.room.member', viewer);
     const memberships = new Map([...histories].map(([roomNid, rows]) => [roomNid, stateChanges(rows, 'membership', 'leave')]));
-    for (const e of unsure) if (!joinedAt(memberships.get(e.roomNid) ?? [], e.streamOrdering)) out.add(e.nid);
+    for (const e of unsure) if (!joinedAt(memberships.get(e.roomNid) ?? [], positionOf(e))) out.add(e.nid);
     return out;
   }
 }

@@ -6,8 +6,12 @@ import { toRoomEvent } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
+import { HearthError } from '../protocol/errors.js';
 import type { EventRow } from '../storage/rooms/events.js';
+import type { EventStatus } from '../storage/schema.js';
 import type { BuiltEvent } from './builder.js';
+
+export type { EventStatus };
 
 export interface StoredEvent {
   readonly nid: number;
@@ -21,14 +25,15 @@ export interface StoredEvent {
   readonly stateKey: string | undefined;
   readonly sender: string;
   readonly originServerTs: number;
-  readonly streamOrdering: number;
+  /** Position on the events stream; undefined off the timeline (status other than 'timeline'). */
+  readonly streamOrdering: number | undefined;
   /** Server-side unsigned data: prev_content, prev_sender, replaces_state, invite_room_state. */
   readonly unsigned: JsonObject | undefined;
   /** For redactions: the event redacted. */
   readonly redacts: string | undefined;
   /** The id of the redaction that applies to this event. */
   readonly redactedBy: string | undefined;
-  readonly rejected: boolean;
+  readonly status: EventStatus;
   /** The device and transaction id a client sent the event with. */
   readonly txn: { readonly deviceId: string; readonly txnId: string } | undefined;
   readonly stateBeforeNid: number | undefined;
@@ -59,11 +64,11 @@ export function storedEventFromRow(row: EventRow): StoredEvent {
     stateKey: row.state_key ?? undefined,
     sender: row.sender,
     originServerTs: Number(row.origin_server_ts),
-    streamOrdering: Number(row.stream_ordering),
+    streamOrdering: row.stream_ordering === null ? undefined : Number(row.stream_ordering),
     unsigned: row.unsigned_json === null ? undefined : (JSON.parse(row.unsigned_json) as JsonObject),
     redacts: row.redacts ?? undefined,
     redactedBy: row.redacted_by ?? undefined,
-    rejected: row.rejected !== 0,
+    status: row.status,
     txn: row.txn_device_id !== null && row.txn_id !== null ? { deviceId: row.txn_device_id, txnId: row.txn_id } : undefined,
     stateBeforeNid: row.state_before_nid === null ? undefined : Number(row.state_before_nid),
     stateAfterNid: row.state_after_nid === null ? undefined : Number(row.state_after_nid),
@@ -92,12 +97,36 @@ export function storedEventOf(e: BuiltEvent): StoredEvent {
     unsigned: e.unsigned,
     redacts: e.event.redacts,
     redactedBy: undefined,
-    rejected: false,
+    status: 'timeline',
     txn: e.txn,
     stateBeforeNid: e.snapshotBefore?.info?.nid,
     stateAfterNid: e.snapshotAfter?.info?.nid,
     size: estimatedSize(e.json.length + (e.unsigned === undefined ? 0 : JSON.stringify(e.unsigned).length)),
   };
+}
+
+/**
+ * The stream position of an event known to be on the timeline: one read by position, or one
+ * checked with `isServed`. An event without one here is a bug, not a client's error.
+ */
+export function positionOf(e: Pick<StoredEvent, 'eventId' | 'streamOrdering'>): number {
+  if (e.streamOrdering === undefined) throw HearthError.unknown(`event ${e.eventId} has no stream position`);
+  return e.streamOrdering;
+}
+
+/** Whether clients may be served this event: only timeline events are (never rejected or soft-failed ones). */
+export function isServed(e: Pick<StoredEvent, 'status'>): boolean {
+  return e.status === 'timeline';
+}
+
+/**
+ * Orders events by stream position. Events off the timeline (outliers of the current state, such
+ * as state received with a join) come first, by nid: they precede what the room's timeline holds.
+ */
+export function byStreamOrder(a: Pick<StoredEvent, 'nid' | 'streamOrdering'>, b: Pick<StoredEvent, 'nid' | 'streamOrdering'>): number {
+  const pa = a.streamOrdering ?? -Infinity;
+  const pb = b.streamOrdering ?? -Infinity;
+  return pa !== pb ? pa - pb : a.nid - b.nid;
 }
 
 /** The RoomEvent view authorization reads. */

@@ -230,7 +230,7 @@ function eventRow(e: BuiltEvent): Required<NewEventRow> {
     unsigned_json: e.unsigned === undefined ? null : JSON.stringify(e.unsigned),
     redacts: e.event.redacts ?? null,
     redacted_by: null,
-    rejected: 0,
+    status: 'timeline',
     rejection_reason: null,
     state_before_nid: e.snapshotBefore?.info?.nid ?? null,
     state_after_nid: e.snapshotAfter?.info?.nid ?? null,

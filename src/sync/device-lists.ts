@@ -7,7 +7,7 @@
 import type { Kysely } from 'kysely';
 import { isJsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
-import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
+import { byStreamOrder, membershipOf, type StoredEvent } from '../rooms/stored-event.js';
 import { membersOfRoom, roomsOfUser, usersSharingRooms } from '../storage/rooms/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamEvent } from '../storage/sync/events.js';
@@ -73,7 +73,7 @@ export class DeviceListTracker {
         const events = await load(refs.map((r) => r.eventNid));
         const joinedRooms = new Set<number>();
         const leftRooms = new Set<number>();
-        const ordered = [...events.values()].sort((a, b) => a.streamOrdering - b.streamOrdering);
+        const ordered = [...events.values()].sort(byStreamOrder);
         for (const e of ordered) {
           if (e.stateKey === undefined) continue;
           const now = membershipOf(e);

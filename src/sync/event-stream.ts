@@ -14,7 +14,7 @@ import type { JsonObject } from '../protocol/json.js';
 import type { Actor } from '../rooms/actor.js';
 import type { ClientEvent } from '../rooms/client-event.js';
 import type { RoomReader } from '../rooms/reader.js';
-import { membershipOf as memberEventMembership, type StoredEvent } from '../rooms/stored-event.js';
+import { byStreamOrder, isServed, membershipOf as memberEventMembership, positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import { membersOfRoom, membershipOf } from '../storage/rooms/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { AccountDataChanges } from '../users/account-data.js';
@@ -126,7 +126,7 @@ export class EventStreamService {
   /** GET /events/{eventId}: the event if the user may see it, else 404 (an unknown one too). */
   async event(actor: Actor, eventId: string): Promise<ClientEvent> {
     const e = await this.deps.rooms.event(eventId);
-    if (e === undefined || e.rejected) throw HearthError.notFound('Event not found');
+    if (e === undefined || !isServed(e)) throw HearthError.notFound('Event not found');
     return this.deps.roomEvent(actor, e.roomId, eventId);
   }
 
@@ -246,12 +246,12 @@ export class EventStreamService {
       const inRooms = rooms.size === 0 ? [] : await this.deps.rooms.eventsOfRooms([...rooms], range, 'asc', limit + 1);
       const byNid = new Map<number, StoredEvent>();
       for (const e of [...inRooms, ...own]) byNid.set(e.nid, e);
-      const merged = [...byNid.values()].sort((a, b) => a.streamOrdering - b.streamOrdering);
+      const merged = [...byNid.values()].sort(byStreamOrder);
       more = merged.length > limit;
       events = merged.slice(0, limit);
     }
     const last = events[events.length - 1];
-    return { events, end: more && last !== undefined ? last.streamOrdering : upTo };
+    return { events, end: more && last !== undefined ? positionOf(last) : upTo };
   }
 
   /** The events the user may see (history visibility), without ignored users' messages. */
@@ -264,7 +264,7 @@ export class EventStreamService {
     const needsCheck = (e: StoredEvent) => {
       if (ownMembership(e)) return false;
       const joined = scope.joinedFrom.get(e.roomNid);
-      return joined === undefined || e.streamOrdering < joined || changed.has(e.roomNid);
+      return joined === undefined || positionOf(e) < joined || changed.has(e.roomNid);
     };
     const history = new HistoryRecall(this.deps.db, userId);
     await history.prefetch(events.filter(needsCheck).map((e) => e.roomNid));

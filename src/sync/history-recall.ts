@@ -8,7 +8,7 @@
 
 import type { Kysely } from 'kysely';
 import { stateKey } from '../protocol/events.js';
-import type { StoredEvent } from '../rooms/stored-event.js';
+import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import { canSeeEvent, stateChanges, type VisibilityHistory } from '../rooms/visibility.js';
 import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
@@ -48,7 +48,7 @@ export class HistoryRecall {
     }
     return canSeeEvent(
       history,
-      { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
+      { position: positionOf(e), type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
       this.userId,
     );
   }

@@ -12,7 +12,7 @@ import { compileFilter } from '../protocol/filters.js';
 import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
-import type { StoredEvent } from '../rooms/stored-event.js';
+import { byStreamOrder, type StoredEvent } from '../rooms/stored-event.js';
 import { membershipOf } from '../storage/rooms/memberships.js';
 import { roomsByIds } from '../storage/rooms/rooms.js';
 import type { Schema } from '../storage/schema.js';
@@ -256,7 +256,7 @@ export class LegacyInitialSync {
       const state = (stateNids.get(p.roomId) ?? [])
         .map((nid) => events.get(nid))
         .filter((e): e is StoredEvent => e !== undefined)
-        .sort((a, b) => a.streamOrdering - b.streamOrdering);
+        .sort(byStreamOrder);
       out.set(p.roomId, {
         messages: {
           chunk: (await reader.clientEvents(timeline.events, options)) as unknown as JsonObject[],

@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { isJsonObject } from '../protocol/json.js';
 import type { RoomReader } from '../rooms/reader.js';
-import { membershipOf, type StoredEvent } from '../rooms/stored-event.js';
+import { membershipOf, positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
 import { memberEventAtOrBefore } from '../storage/sync/memberships.js';
 import type { PositionRange } from '../storage/sync/events.js';
@@ -134,7 +134,7 @@ export async function planRooms(
       let list = changes.get(e.roomId);
       if (!list) changes.set(e.roomId, (list = []));
       list.push(e);
-      lastChange = Math.max(lastChange, e.streamOrdering);
+      lastChange = Math.max(lastChange, positionOf(e));
     }
   }
   // The memberships read by an earlier sync still hold when nothing about the user changed since.

@@ -7,7 +7,7 @@
 import type { Kysely } from 'kysely';
 import { parseStateKey } from '../protocol/events.js';
 import type { RoomReader } from '../rooms/reader.js';
-import type { StoredEvent } from '../rooms/stored-event.js';
+import { byStreamOrder, positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
 import { readSnapshots } from '../storage/sync/snapshots.js';
 import { stateKeysChangedInRange, type PositionRange } from '../storage/sync/events.js';
@@ -42,7 +42,7 @@ export async function gapsOf(db: Kysely<Schema>, requests: readonly StateRequest
   for (const r of requests) {
     if (r.fullState || !r.timeline.limited) continue;
     const first = r.timeline.events[0];
-    const gap = { ...(r.range.after !== undefined ? { after: r.range.after } : {}), upTo: first !== undefined ? first.streamOrdering - 1 : r.range.upTo };
+    const gap = { ...(r.range.after !== undefined ? { after: r.range.after } : {}), upTo: first !== undefined ? positionOf(first) - 1 : r.range.upTo };
     const keys = new Map<string, string[]>();
     for (const k of await stateKeysChangedInRange(db, r.roomNid, gap)) {
       let list = keys.get(k.type);
@@ -128,7 +128,7 @@ export async function loadRoomStates(
       list.push(e);
     }
     // A stable order: by position in the room.
-    list.sort((a, b) => a.streamOrdering - b.streamOrdering);
+    list.sort(byStreamOrder);
     out.set(r.roomId, list);
   }
   return out;

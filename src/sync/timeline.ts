@@ -5,7 +5,7 @@
 
 import type { Kysely } from 'kysely';
 import type { RoomReader } from '../rooms/reader.js';
-import type { StoredEvent } from '../rooms/stored-event.js';
+import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import { encodeTimelineToken } from '../rooms/tokens.js';
 import type { Schema } from '../storage/schema.js';
 import { latestEventsOfRooms, type PositionRange } from '../storage/sync/events.js';
@@ -103,7 +103,7 @@ export async function loadTimelines(
   for (const r of requests) {
     const page = (positions.get(r.roomNid) ?? []).map((nid) => events.get(nid)).filter((e): e is StoredEvent => e !== undefined);
     firstPages.set(r.roomId, page);
-    if (page.some((e) => r.visibleFrom === undefined || e.streamOrdering < r.visibleFrom)) needHistory.push(r.roomNid);
+    if (page.some((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom)) needHistory.push(r.roomNid);
   }
   await history.prefetch(needHistory);
 
@@ -133,7 +133,7 @@ async function walk(
       else if (e.stateKey === undefined && ignored.has(e.sender)) out.push(false);
       // The user's own member events are theirs to see; events after their join need no check.
       else if (e.type === 'm.room.member' && e.stateKey === pass.userId) out.push(true);
-      else if (r.visibleFrom !== undefined && e.streamOrdering >= r.visibleFrom) out.push(true);
+      else if (r.visibleFrom !== undefined && positionOf(e) >= r.visibleFrom) out.push(true);
       else {
         const seen = await history.canSee(r.roomNid, e);
         out.push(seen);
@@ -166,7 +166,7 @@ async function walk(
       }
     }
     if (full || exhausted || scanned.length >= SCAN_LIMIT) break;
-    const cursor = scanned[scanned.length - 1]!.streamOrdering - 1;
+    const cursor = positionOf(scanned[scanned.length - 1]!) - 1;
     const size = Math.min(PAGE, SCAN_LIMIT - scanned.length);
     page = await reader.roomEvents(r.roomNid, { ...(r.range.after !== undefined ? { after: r.range.after } : {}), upTo: cursor }, 'desc', size);
     exhausted = page.length < size;
@@ -178,9 +178,9 @@ async function walk(
   return {
     events: shown,
     limited: !reachedStart || r.newlyJoined === true,
-    prevBatch: encodeTimelineToken(shown.length > 0 ? shown[0]!.streamOrdering - 1 : r.range.upTo),
+    prevBatch: encodeTimelineToken(shown.length > 0 ? positionOf(shown[0]!) - 1 : r.range.upTo),
     scanned,
-    coveredAfter: reachedStart || last === undefined ? (r.range.after ?? 0) : last.streamOrdering - 1,
+    coveredAfter: reachedStart || last === undefined ? (r.range.after ?? 0) : positionOf(last) - 1,
     stateAtEnd: scanned[0]?.stateAfterNid,
   };
 }

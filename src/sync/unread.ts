@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { defaultPushRules, evaluatePushRules, type PushContext, type PushRuleSet } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
-import type { StoredEvent } from '../rooms/stored-event.js';
+import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
 import { ownReadPositions } from '../storage/sync/memberships.js';
 import type { UnreadNotificationCounts } from './response.js';
@@ -130,7 +130,7 @@ export class UnreadCounter {
           events = await this.reader.roomEvents(room.roomNid, { after: from, upTo: room.upTo }, 'desc', Math.min(MAX_EVALUATED, budget));
           budget -= events.length;
         } else {
-          events = (room.timeline?.scanned ?? []).filter((e) => e.streamOrdering > from).slice(0, MAX_EVALUATED);
+          events = (room.timeline?.scanned ?? []).filter((e) => positionOf(e) > from).slice(0, MAX_EVALUATED);
           complete = false;
         }
         const context = await this.context(userId, facts.get(room.roomId), events);
@@ -199,5 +199,5 @@ function eventsAtHand(
   const t = room.timeline;
   if (t === undefined) return undefined;
   if (t.coveredAfter > from && !quiet(room.roomNid, from, t.coveredAfter)) return undefined;
-  return t.scanned.filter((e) => e.streamOrdering > from && e.streamOrdering <= room.upTo).slice(0, MAX_EVALUATED);
+  return t.scanned.filter((e) => positionOf(e) > from && positionOf(e) <= room.upTo).slice(0, MAX_EVALUATED);
 }

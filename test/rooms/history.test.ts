@@ -135,7 +135,7 @@ for (const backend of await storageBackends()) {
     test('/messages accepts a sync token as `from`; bad tokens are 400 M_INVALID_PARAM', async () => {
       const { roomId } = await h.rooms.createRoom(alice, {});
       await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'one' });
-      const position = (await h.rooms.reader.roomEvents((await h.rooms.reader.roomInfo(roomId))!.nid, {}, 'desc', 1))[0]!.streamOrdering;
+      const position = (await h.rooms.reader.roomEvents((await h.rooms.reader.roomInfo(roomId))!.nid, {}, 'desc', 1))[0]!.streamOrdering!;
       await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'two' });
       const token = encodeSyncToken({ events: position, typing: 0, receipts: 0, presence: 0, account_data: 0, to_device: 0, device_lists: 0 });
       assert.deepEqual(bodies((await h.rooms.messages(alice, roomId, { dir: 'b', limit: 10, from: token })).chunk), ['one']);

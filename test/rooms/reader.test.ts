@@ -17,7 +17,7 @@ for (const backend of await storageBackends()) {
 
     const lastPosition = async (roomId: string) => {
       const info = (await h.rooms.reader.roomInfo(roomId))!;
-      return (await h.rooms.reader.roomEvents(info.nid, {}, 'desc', 1))[0]!.streamOrdering;
+      return (await h.rooms.reader.roomEvents(info.nid, {}, 'desc', 1))[0]!.streamOrdering!;
     };
 
     test('events of several rooms in (after, upTo], rooms with news, and membership changes of a user', async () => {
@@ -111,6 +111,9 @@ for (const backend of await storageBackends()) {
       const bodies = visibleEvents(history, all, bob.userId).filter((e) => e.type === 'm.room.message').map((e) => e.pdu.content.body);
       assert.deepEqual(bodies, ['seen by bob']);
       assert.equal(decodeTimelineToken(encodeTimelineToken(42)), 42);
+      // Backfilled events have negative positions.
+      assert.equal(decodeTimelineToken(encodeTimelineToken(-7)), -7);
+      assert.throws(() => decodeTimelineToken('t--7'), /Invalid pagination token/);
     });
   });
 }

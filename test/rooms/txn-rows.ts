@@ -45,7 +45,7 @@ export function useTxnRows(backend: { create(): Promise<TestDatabase> }, roomId:
         const eventId = `$e${position}`;
         await queries.insertEventRow(database.db, {
           event_id: eventId, room_nid: roomNid, type: 'm.room.message', state_key: null, sender, origin_server_ts: 0, depth: position,
-          stream_ordering: position, json: '{}', unsigned_json: null, redacts: null, redacted_by: null, rejected: 0, rejection_reason: null,
+          stream_ordering: position, json: '{}', unsigned_json: null, redacts: null, redacted_by: null, status: 'timeline', rejection_reason: null,
           state_before_nid: null, state_after_nid: null, txn_device_id: device, txn_id: txn,
         });
         return eventId;

@@ -7,7 +7,7 @@ import type { JsonObject } from '../../protocol/json.js';
 import { powerLevelsFromEvents, userPowerLevel } from '../../protocol/power-levels.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
-import { roomEventOf } from '../stored-event.js';
+import { isServed, roomEventOf } from '../stored-event.js';
 
 export async function redactEvent(
   core: RoomCore,
@@ -18,7 +18,7 @@ export async function redactEvent(
 ): Promise<string> {
   const head = await core.head(roomId);
   const target = await core.reader.event(eventId);
-  if (target === undefined || target.rejected) throw HearthError.notFound('Event not found');
+  if (target === undefined || !isServed(target)) throw HearthError.notFound('Event not found');
   if (target.roomId !== roomId) {
     // As the reference server answers: a member of the room learns that the event is elsewhere;
     // anyone else is refused as the auth rules would refuse their redaction.

@@ -8,7 +8,7 @@ import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
 import type { RoomEventFilter } from '../../protocol/filters.js';
-import type { StoredEvent } from '../stored-event.js';
+import { byStreamOrder, isServed, positionOf, type StoredEvent } from '../stored-event.js';
 import { encodeTimelineToken } from '../tokens.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 import { roomAccess, requireHistoryAccess } from './access.js';
@@ -17,14 +17,14 @@ import { ignoresNobody, lazyMembers, type IgnoredUsersOf } from './messages.js';
 import { paginate } from './paginate.js';
 
 function visible(history: VisibilityHistory, e: StoredEvent, userId: string): boolean {
-  return canSeeEvent(history, { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId);
+  return canSeeEvent(history, { position: positionOf(e), type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId);
 }
 
 async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
   const access = await roomAccess(core, roomId, actor.userId);
   if (needsHistoryAccess) requireHistoryAccess(access, actor.userId);
   const event = await core.reader.event(eventId);
-  if (event === undefined || event.roomId !== roomId || event.rejected) throw HearthError.notFound('Event not found');
+  if (event === undefined || event.roomId !== roomId || !isServed(event)) throw HearthError.notFound('Event not found');
   const [history, ignored] = await Promise.all([loadVisibilityHistory(core.db, access.room.nid, actor.userId), ignoredUsers(actor.userId)]);
   if (!visible(history, event, actor.userId)) throw HearthError.notFound('Event not found');
   if (event.stateKey === undefined && ignored.has(event.sender)) throw HearthError.notFound('Event not found');
@@ -57,19 +57,20 @@ export async function eventContext(
   const { access, event, history, ignored } = await visibleEvent(core, actor, roomId, eventId, true, ignoredUsers);
   const beforeLimit = Math.floor(options.limit / 2);
   const common = { roomNid: access.room.nid, userId: actor.userId, history, ignored, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
-  const before = await paginate(core.reader, { ...common, dir: 'b', from: event.streamOrdering - 1, limit: beforeLimit });
-  const after = await paginate(core.reader, { ...common, dir: 'f', from: event.streamOrdering, limit: options.limit - beforeLimit });
+  const position = positionOf(event);
+  const before = await paginate(core.reader, { ...common, dir: 'b', from: position - 1, limit: beforeLimit });
+  const after = await paginate(core.reader, { ...common, dir: 'f', from: position, limit: options.limit - beforeLimit });
   const now = core.now();
   const viewer = { userId: actor.userId, deviceId: actor.deviceId };
   const lastAfter = after.events[after.events.length - 1] ?? event;
   const stateEvents =
     options.filter?.lazy_load_members === true
-      ? await lazyMembers(core, [...before.events, event, ...after.events].sort((a, b) => a.streamOrdering - b.streamOrdering), { now, viewer })
+      ? await lazyMembers(core, [...before.events, event, ...after.events].sort(byStreamOrder), { now, viewer })
       : await core.reader.clientEvents([...(await core.reader.stateAfter(lastAfter)).values()], { now, viewer });
   const oldest = before.events[before.events.length - 1];
   return {
-    start: encodeTimelineToken((oldest ?? event).streamOrdering - 1),
-    end: encodeTimelineToken(lastAfter.streamOrdering),
+    start: encodeTimelineToken(positionOf(oldest ?? event) - 1),
+    end: encodeTimelineToken(positionOf(lastAfter)),
     event: (await core.reader.clientEvents([event], { now, viewer }))[0]!,
     events_before: await core.reader.clientEvents(before.events, { now, viewer }),
     events_after: await core.reader.clientEvents(after.events, { now, viewer }),

@@ -5,7 +5,7 @@
 import { stateEntryHistory } from '../../storage/rooms/events.js';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../../storage/schema.js';
-import type { StoredEvent } from '../stored-event.js';
+import { positionOf, type StoredEvent } from '../stored-event.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 
 export async function loadVisibilityHistory(db: Kysely<Schema>, roomNid: number, userId: string): Promise<VisibilityHistory> {
@@ -26,6 +26,6 @@ export async function loadVisibilityHistory(db: Kysely<Schema>, roomNid: number,
 /** The events `userId` may see, in their order. */
 export function visibleEvents(history: VisibilityHistory, events: readonly StoredEvent[], userId: string): StoredEvent[] {
   return events.filter((e) =>
-    canSeeEvent(history, { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId),
+    canSeeEvent(history, { position: positionOf(e), type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId),
   );
 }

@@ -6,6 +6,7 @@ import { membersOfRoom, roomsOfUser } from '../../storage/rooms/memberships.js';
 import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
+import { byStreamOrder, positionOf } from '../stored-event.js';
 import { decodeTimelineToken } from '../tokens.js';
 import { isJoined, roomAccess } from './access.js';
 import { departureEvent, readableState } from './state.js';
@@ -24,7 +25,7 @@ export async function roomMembers(core: RoomCore, actor: Actor, roomId: string, 
     let position = decodeTimelineToken(req.at);
     // A departed user sees no further than their departure.
     const departure = await departureEvent(core, access);
-    if (departure !== undefined) position = Math.min(position, departure.streamOrdering);
+    if (departure !== undefined) position = Math.min(position, positionOf(departure));
     state = await core.reader.stateAt(access.room.nid, position);
   }
   const members = [...state.values()].filter((e) => {
@@ -34,7 +35,7 @@ export async function roomMembers(core: RoomCore, actor: Actor, roomId: string, 
     if (req.notMembership !== undefined && m === req.notMembership) return false;
     return true;
   });
-  members.sort((a, b) => a.streamOrdering - b.streamOrdering);
+  members.sort(byStreamOrder);
   return core.reader.clientEvents(members, { now: core.now(), viewer: actor });
 }
 

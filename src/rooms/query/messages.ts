@@ -57,7 +57,9 @@ export async function roomMessages(
   });
   const now = core.now();
   const viewer = { userId: actor.userId, deviceId: actor.deviceId };
-  const start = req.from ?? encodeTimelineToken(req.dir === 'b' ? (page.firstSeen ?? 0) : 0);
+  // Without `from`: backwards from the newest event, forwards from before the oldest (which may be
+  // a backfilled one, below 0).
+  const start = req.from ?? encodeTimelineToken(req.dir === 'b' ? (page.firstSeen ?? 0) : page.firstSeen !== undefined ? page.firstSeen - 1 : 0);
   const out: MessagesResponse = { start, chunk: await core.reader.clientEvents(page.events, { now, viewer }) };
   if (page.next !== undefined) out.end = encodeTimelineToken(page.next);
   if (req.filter?.lazy_load_members === true) out.state = await lazyMembers(core, page.events, { now, viewer });

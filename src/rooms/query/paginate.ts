@@ -5,7 +5,7 @@
 
 import { compileEventFilter, type RoomEventFilter } from '../../protocol/filters.js';
 import type { RoomReader } from '../reader.js';
-import type { StoredEvent } from '../stored-event.js';
+import { positionOf, type StoredEvent } from '../stored-event.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 
 export interface PageRequest {
@@ -61,13 +61,15 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
     for (const e of rows) {
       consumed++;
       scanned++;
-      firstSeen ??= e.streamOrdering;
-      cursor = req.dir === 'b' ? e.streamOrdering - 1 : e.streamOrdering;
+      // Read by position: a timeline event.
+      const position = positionOf(e);
+      firstSeen ??= position;
+      cursor = req.dir === 'b' ? position - 1 : position;
       if (filter !== undefined && !filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
       matched = true;
       const visible = canSeeEvent(
         req.history,
-        { position: e.streamOrdering, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
+        { position, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
         req.userId,
       );
       const ignored = e.stateKey === undefined && req.ignored?.has(e.sender) === true;

@@ -8,7 +8,7 @@ import type { JsonObject } from '../../protocol/json.js';
 import type { Actor } from '../actor.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
-import type { StoredEvent } from '../stored-event.js';
+import { byStreamOrder, type StoredEvent } from '../stored-event.js';
 import { isDeparted, isJoined, roomAccess, type RoomAccess } from './access.js';
 
 /** The user's departure event when they left or were banned, else undefined. */
@@ -32,7 +32,7 @@ export async function readableState(core: RoomCore, access: RoomAccess, userId: 
 export async function roomState(core: RoomCore, actor: Actor, roomId: string): Promise<ClientEvent[]> {
   const access = await roomAccess(core, roomId, actor.userId);
   const state = await readableState(core, access, actor.userId);
-  const events = [...state.values()].sort((a, b) => a.streamOrdering - b.streamOrdering);
+  const events = [...state.values()].sort(byStreamOrder);
   return core.reader.clientEvents(events, { now: core.now(), viewer: actor });
 }
 

@@ -11,13 +11,14 @@ import { deviceLists } from './005-device-lists.js';
 import { crossSigningBackup } from './006-cross-signing-backup.js';
 import { pushersOpenid } from './007-pushers-openid.js';
 import { erasedUsers } from './008-erased-users.js';
+import { eventGraph } from './009-event-graph.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -1,5 +1,7 @@
 // Event rows: the reads the room server and sync need, by id and by position on the events
 // stream. (Writing them is in hot-queries.ts: every send runs those statements.)
+// Reads by position serve timeline events only: events off the timeline (outliers, rejected and
+// soft-failed events) have no position, so `stream_ordering is not null` is "on the timeline".
 
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { EventsTable, Schema } from '../schema.js';
@@ -9,7 +11,7 @@ export type EventRow = Selectable<EventsTable> & { room_id: string; room_version
 
 export type NewEventRow = Omit<Insertable<EventsTable>, 'event_nid'>;
 
-function selectEvents(db: Kysely<Schema>) {
+export function selectEvents(db: Kysely<Schema>) {
   return db.selectFrom('events as e').innerJoin('rooms as r', 'r.room_nid', 'e.room_nid').selectAll('e').select(['r.room_id', 'r.room_version']);
 }
 
@@ -47,7 +49,7 @@ export interface StreamRange {
 
 /**
  * A room's events with stream_ordering in (after, upTo], newest first ('desc') or oldest first
- * ('asc'), at most `limit`. Rejected events are left out.
+ * ('asc'), at most `limit`.
  */
 export async function roomEventsInRange(
   db: Kysely<Schema>,
@@ -56,7 +58,7 @@ export async function roomEventsInRange(
   order: 'asc' | 'desc',
   limit: number,
 ): Promise<EventRow[]> {
-  let q = selectEvents(db).where('e.room_nid', '=', roomNid).where('e.rejected', '=', 0);
+  let q = selectEvents(db).where('e.room_nid', '=', roomNid).where('e.stream_ordering', 'is not', null);
   if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
   if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
   return q.orderBy('e.stream_ordering', order).limit(limit).execute();
@@ -71,7 +73,7 @@ export async function eventsOfRoomsInRange(
   limit: number,
 ): Promise<EventRow[]> {
   if (roomNids.length === 0) return [];
-  let q = selectEvents(db).where('e.room_nid', 'in', roomNids).where('e.rejected', '=', 0);
+  let q = selectEvents(db).where('e.room_nid', 'in', roomNids).where('e.stream_ordering', 'is not', null);
   if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
   if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
   return q.orderBy('e.stream_ordering', order).limit(limit).execute();
@@ -89,14 +91,14 @@ export async function roomsWithEventsInRange(
     .selectFrom('events')
     .select(['room_nid', (eb) => eb.fn.max('stream_ordering').as('latest')])
     .where('room_nid', 'in', roomNids)
-    .where('rejected', '=', 0);
+    .where('stream_ordering', 'is not', null);
   if (range.after !== undefined) q = q.where('stream_ordering', '>', range.after);
   if (range.upTo !== undefined) q = q.where('stream_ordering', '<=', range.upTo);
   for (const r of await q.groupBy('room_nid').execute()) out.set(Number(r.room_nid), Number(r.latest));
   return out;
 }
 
-/** A room's state events of one (type, state_key), oldest first: a history of that state entry. */
+/** A room's timeline state events of one (type, state_key), oldest first: a history of that state entry. */
 export async function stateEntryHistory(
   db: Kysely<Schema>,
   roomNid: number,
@@ -107,14 +109,14 @@ export async function stateEntryHistory(
     .where('e.room_nid', '=', roomNid)
     .where('e.type', '=', type)
     .where('e.state_key', '=', stateKeyValue)
-    .where('e.rejected', '=', 0)
+    .where('e.stream_ordering', 'is not', null)
     .orderBy('e.stream_ordering', 'asc')
     .execute();
 }
 
 /** The member events about `userId` (in any room) with stream_ordering in (after, upTo], oldest first. */
 export async function memberEventsOfUserInRange(db: Kysely<Schema>, userId: string, range: StreamRange): Promise<EventRow[]> {
-  let q = selectEvents(db).where('e.type', '=', 'm.room.member').where('e.state_key', '=', userId).where('e.rejected', '=', 0);
+  let q = selectEvents(db).where('e.type', '=', 'm.room.member').where('e.state_key', '=', userId).where('e.stream_ordering', 'is not', null);
   if (range.after !== undefined) q = q.where('e.stream_ordering', '>', range.after);
   if (range.upTo !== undefined) q = q.where('e.stream_ordering', '<=', range.upTo);
   return q.orderBy('e.stream_ordering', 'asc').execute();
@@ -125,7 +127,6 @@ export async function lastRoomEventAtOrBefore(db: Kysely<Schema>, roomNid: numbe
   return selectEvents(db)
     .where('e.room_nid', '=', roomNid)
     .where('e.stream_ordering', '<=', position)
-    .where('e.rejected', '=', 0)
     .orderBy('e.stream_ordering', 'desc')
     .limit(1)
     .executeTakeFirst();

@@ -40,7 +40,7 @@ export class HotRoomQueries {
           unsigned_json: p('unsigned_json'),
           redacts: p('redacts'),
           redacted_by: p('redacted_by'),
-          rejected: p('rejected'),
+          status: p('status'),
           rejection_reason: p('rejection_reason'),
           state_before_nid: p('state_before_nid'),
           state_after_nid: p('state_after_nid'),

@@ -25,7 +25,7 @@ export interface EventPosition {
 const ROOMS_PER_STATEMENT = 50;
 
 /**
- * For each room, its latest `perRoom` events (rejected ones left out) with stream_ordering in the
+ * For each room, its latest `perRoom` events with stream_ordering in the
  * range, newest first. Each room's part reads its own index range, so the cost is what is
  * returned, whatever the rooms' sizes.
  */
@@ -40,7 +40,7 @@ export async function latestEventsOfRooms(
   for (let i = 0; i < roomNids.length; i += ROOMS_PER_STATEMENT) {
     const parts = roomNids.slice(i, i + ROOMS_PER_STATEMENT).map((roomNid, n) => {
       const after = range.after === undefined ? sql`` : sql` and stream_ordering > ${range.after}`;
-      return sql`select * from (select room_nid, event_nid, stream_ordering from events where room_nid = ${roomNid} and rejected = 0 and stream_ordering <= ${range.upTo}${after} order by stream_ordering desc limit ${perRoom}) as ${sql.id(`r${n}`)}`;
+      return sql`select * from (select room_nid, event_nid, stream_ordering from events where room_nid = ${roomNid} and stream_ordering <= ${range.upTo}${after} order by stream_ordering desc limit ${perRoom}) as ${sql.id(`r${n}`)}`;
     });
     const query = sql.join(parts, sql` union all `);
     const { rows } = await sql<{ room_nid: number; event_nid: number; stream_ordering: number }>`${query}`.execute(db);
@@ -67,7 +67,6 @@ export async function stateKeysChangedInRange(
     .distinct()
     .where('room_nid', '=', roomNid)
     .where('state_key', 'is not', null)
-    .where('rejected', '=', 0)
     .where('stream_ordering', '<=', range.upTo);
   if (range.after !== undefined) q = q.where('stream_ordering', '>', range.after);
   const rows = await q.execute();
@@ -99,7 +98,8 @@ export async function stateEntryHistories(
       .where('room_nid', 'in', roomNids.slice(i, i + 500))
       .where('type', '=', type)
       .where('state_key', '=', stateKeyValue)
-      .where('rejected', '=', 0)
+      // On the timeline: events off it have no position.
+      .where('stream_ordering', 'is not', null)
       .orderBy('stream_ordering', 'asc')
       .execute();
     for (const r of rows) {
@@ -130,7 +130,6 @@ export async function eventsInStreamRange(db: Kysely<Schema>, after: number, upT
     .select(['room_nid', 'event_nid', 'stream_ordering', 'type', 'state_key'])
     .where('stream_ordering', '>', after)
     .where('stream_ordering', '<=', upTo)
-    .where('rejected', '=', 0)
     .orderBy('stream_ordering', 'asc')
     .limit(limit)
     .execute();

@@ -49,7 +49,6 @@ export async function memberEventAtOrBefore(
     .where('room_nid', '=', roomNid)
     .where('type', '=', 'm.room.member')
     .where('state_key', '=', userId)
-    .where('rejected', '=', 0)
     .where('stream_ordering', '<=', position)
     .orderBy('stream_ordering', 'desc')
     .limit(1)

@@ -1,4 +1,4 @@
-// Rooms, events and room state (migration 003). Booleans are 0/1 integers; JSON is stored as text.
+// Rooms, events and room state (migrations 003 and 009). Booleans are 0/1 integers; JSON is stored as text.
 
 import type { Generated } from 'kysely';
 
@@ -23,7 +23,17 @@ export interface RoomsTable {
   room_type: string | null;
   joined_members: number;
   invited_members: number;
+  /** Position of the room's latest timeline event; null before its first. */
+  latest_position: number | null;
 }
+
+/**
+ * Where a stored event stands. 'timeline': accepted and on the events stream (a position). Off the
+ * stream, without a position: 'outlier' (accepted, e.g. an auth or state event fetched over
+ * federation), 'rejected' (failed authorization) and 'soft_failed' (authorized by its own state but
+ * not by the room's current state). Clients are never served rejected or soft-failed events.
+ */
+export type EventStatus = 'timeline' | 'outlier' | 'rejected' | 'soft_failed';
 
 /** Small integer ids for (event type, state key) pairs, used by state snapshots. */
 export interface EventStateKeysTable {
@@ -41,8 +51,12 @@ export interface EventsTable {
   sender: string;
   origin_server_ts: number;
   depth: number;
-  /** Position on the global `events` stream: the order clients and sync see. */
-  stream_ordering: number;
+  /**
+   * Position on the global `events` stream: the order clients and sync see. Null for events off
+   * the timeline (outliers, rejected and soft-failed events); negative for backfilled events.
+   */
+  stream_ordering: number | null;
+  status: EventStatus;
   /** The full PDU as JSON (hashes, signatures, auth_events, prev_events, depth). */
   json: string;
   /** Server-side unsigned data (prev_content, replaces_state, invite_room_state ...) as JSON. */
@@ -51,7 +65,7 @@ export interface EventsTable {
   redacts: string | null;
   /** The redaction that applies to this event, once one does. */
   redacted_by: string | null;
-  rejected: number;
+  /** Why the event was rejected (status 'rejected'). */
   rejection_reason: string | null;
   /** The state before and after this event (equal for non-state events). */
   state_before_nid: number | null;
@@ -94,6 +108,45 @@ export interface ForwardExtremitiesTable {
   event_nid: number;
 }
 
+/** An event's auth events, by id: the auth chain is walked over these rows. */
+export interface EventAuthTable {
+  event_nid: number;
+  auth_event_id: string;
+}
+
+/** An event's prev events, by id (which may not be stored: see backward_extremities). */
+export interface EventEdgesTable {
+  event_nid: number;
+  prev_event_id: string;
+}
+
+/** Prev events cited by stored events of a room that this server does not have. */
+export interface BackwardExtremitiesTable {
+  room_nid: number;
+  event_id: string;
+}
+
+/**
+ * Changes of a room's current state, by the events-stream position of the timeline event whose
+ * acceptance made them (a merge resolving a key to an older event is recorded at the merge).
+ */
+export interface CurrentStateDeltasTable {
+  position: number;
+  room_nid: number;
+  state_key_nid: number;
+  /** The event now at that key; null when the key left the state. */
+  event_nid: number | null;
+  /** The event at that key before; null when the key is new. */
+  prev_event_nid: number | null;
+}
+
+/** Servers with joined members in a room, and how many (rows at 0 are deleted). */
+export interface RoomJoinedServersTable {
+  room_nid: number;
+  server_name: string;
+  joined_members: number;
+}
+
 export interface RoomAliasesTable {
   alias: string;
   room_id: string;
@@ -110,4 +163,9 @@ export interface RoomsTables {
   room_memberships: RoomMembershipsTable;
   forward_extremities: ForwardExtremitiesTable;
   room_aliases: RoomAliasesTable;
+  event_auth: EventAuthTable;
+  event_edges: EventEdgesTable;
+  backward_extremities: BackwardExtremitiesTable;
+  current_state_deltas: CurrentStateDeltasTable;
+  room_joined_servers: RoomJoinedServersTable;
 }

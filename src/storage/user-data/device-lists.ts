@@ -86,7 +86,6 @@ export async function memberEventsInRange(
       .selectFrom('events')
       .select(['room_nid', 'event_nid', 'state_key'])
       .where('type', '=', 'm.room.member')
-      .where('rejected', '=', 0)
       .where('stream_ordering', '>', after)
       .where('stream_ordering', '<=', upTo);
   const own = await base().where('state_key', '=', userId).execute();
