@@ -214,3 +214,31 @@ for (const backend of await storageBackends()) {
     });
   });
 }
+
+for (const backend of await storageBackends()) {
+  describe(`migration 009 failing halfway on ${backend.name}`, { skip: backend.skip }, () => {
+    test('leaves the database as it was at 008, and runs again once the cause is gone', async () => {
+      const target = await backend.create();
+      const database = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 2 });
+      try {
+        await migrateTo(database.db as never, database.dialect, BEFORE);
+        const old = database.db as AnyDb;
+        await old.insertInto('rooms').values({ room_nid: 1, room_id: '!r:hs', room_version: '10', creator: '@a:hs', created_ts: 0, is_public: 0, joined_members: 0, invited_members: 0 }).execute();
+        const row = { event_nid: 1, event_id: '$e', room_nid: 1, type: 'm.room.message', state_key: null, sender: '@a:hs', origin_server_ts: 0, depth: 1, stream_ordering: 1, json: 'not json', unsigned_json: null, redacts: null, redacted_by: null, rejected: 0, rejection_reason: null, state_before_nid: null, state_after_nid: null, txn_device_id: null, txn_id: null };
+        await old.insertInto('events').values(row).execute();
+        await assert.rejects(migrateToLatest(database.db as never, database.dialect), /009-event-graph/);
+        // Still the table of 008, with its row; none of the new tables.
+        assert.deepEqual(await old.selectFrom('events').select(['event_id', 'rejected', 'stream_ordering']).execute(), [{ event_id: '$e', rejected: 0, stream_ordering: 1 }]);
+        await assert.rejects(old.selectFrom('event_auth').selectAll().execute());
+
+        await old.updateTable('events').set({ json: JSON.stringify({ prev_events: [], auth_events: ['$create'] }) }).execute();
+        assert.deepEqual(await migrateToLatest(database.db as never, database.dialect), ['009-event-graph']);
+        assert.deepEqual(await database.db.selectFrom('event_auth').selectAll().execute(), [{ event_nid: 1, auth_event_id: '$create' }]);
+        assert.deepEqual(await database.db.selectFrom('events').select(['status', 'stream_ordering']).execute(), [{ status: 'timeline', stream_ordering: 1 }]);
+      } finally {
+        await database.close();
+        await target.drop();
+      }
+    });
+  });
+}

@@ -17,77 +17,84 @@ const INSERT_CHUNK = 1000;
 export const eventGraph: HearthMigration = {
   name: '009-event-graph',
   async up(db: Kysely<unknown>, dialect: DialectName) {
-    // SQLite: tables keyed by their primary key alone are stored as that one b-tree.
-    const keyedTable = <T extends { modifyEnd(node: ReturnType<typeof sql>): T }>(t: T): T =>
-      dialect === 'sqlite' ? t.modifyEnd(sql`without rowid`) : t;
-
-    if (dialect === 'postgres') {
-      await sql`alter table events alter column stream_ordering drop not null`.execute(db);
-      await sql`alter table events add column status text not null default 'timeline'`.execute(db);
-      await sql`update events set status = 'rejected', stream_ordering = null where rejected <> 0`.execute(db);
-      await sql`alter table events drop column rejected`.execute(db);
-    } else {
-      await rebuildSqliteEvents(db);
-    }
-
-    await keyedTable(
-      db.schema
-        .createTable('event_auth')
-        .addColumn('event_nid', 'bigint', (c) => c.notNull())
-        .addColumn('auth_event_id', 'text', (c) => c.notNull())
-        .addPrimaryKeyConstraint('event_auth_pk', ['event_nid', 'auth_event_id']),
-    ).execute();
-    await keyedTable(
-      db.schema
-        .createTable('event_edges')
-        .addColumn('event_nid', 'bigint', (c) => c.notNull())
-        .addColumn('prev_event_id', 'text', (c) => c.notNull())
-        .addPrimaryKeyConstraint('event_edges_pk', ['event_nid', 'prev_event_id']),
-    ).execute();
-    // Which stored events cite an event as a prev event (is it still an extremity, a gap's end).
-    await db.schema.createIndex('event_edges_prev').on('event_edges').column('prev_event_id').execute();
-    await keyedTable(
-      db.schema
-        .createTable('backward_extremities')
-        .addColumn('room_nid', 'bigint', (c) => c.notNull())
-        .addColumn('event_id', 'text', (c) => c.notNull())
-        .addPrimaryKeyConstraint('backward_extremities_pk', ['room_nid', 'event_id']),
-    ).execute();
-    await keyedTable(
-      db.schema
-        .createTable('current_state_deltas')
-        .addColumn('position', 'bigint', (c) => c.notNull())
-        .addColumn('room_nid', 'bigint', (c) => c.notNull())
-        .addColumn('state_key_nid', 'bigint', (c) => c.notNull())
-        .addColumn('event_nid', 'bigint')
-        .addColumn('prev_event_nid', 'bigint')
-        .addPrimaryKeyConstraint('current_state_deltas_pk', ['room_nid', 'position', 'state_key_nid']),
-    ).execute();
-    // Sync across rooms reads deltas by position.
-    await db.schema.createIndex('current_state_deltas_position').on('current_state_deltas').column('position').execute();
-    await keyedTable(
-      db.schema
-        .createTable('room_joined_servers')
-        .addColumn('room_nid', 'bigint', (c) => c.notNull())
-        .addColumn('server_name', 'text', (c) => c.notNull())
-        .addColumn('joined_members', 'integer', (c) => c.notNull())
-        .addPrimaryKeyConstraint('room_joined_servers_pk', ['room_nid', 'server_name']),
-    ).execute();
-    await db.schema.alterTable('rooms').addColumn('latest_position', 'bigint').execute();
-
-    await fillGraphEdges(db);
-    // Prev events cited that this server does not have (none for rooms that never federated).
-    await sql`insert into backward_extremities (room_nid, event_id)
-      select distinct e.room_nid, g.prev_event_id from event_edges g join events e on e.event_nid = g.event_nid
-      where not exists (select 1 from events p where p.event_id = g.prev_event_id)`.execute(db);
-    await fillCurrentStateDeltas(db);
-    await sql`update rooms set latest_position = (select max(e.stream_ordering) from events e where e.room_nid = rooms.room_nid)`.execute(db);
-    const server =
-      dialect === 'postgres' ? sql`substr(user_id, strpos(user_id, ':') + 1)` : sql`substr(user_id, instr(user_id, ':') + 1)`;
-    await sql`insert into room_joined_servers (room_nid, server_name, joined_members)
-      select room_nid, ${server}, count(*) from room_memberships where membership = 'join' group by room_nid, ${server}`.execute(db);
+    // PostgreSQL runs each migration in a transaction; on SQLite Kysely does not, and a rebuild
+    // stopped halfway (a crash between dropping and renaming) must not leave the table behind.
+    if (dialect === 'sqlite') await db.transaction().execute((trx) => upgrade(trx, dialect));
+    else await upgrade(db, dialect);
   },
 };
+
+async function upgrade(db: Kysely<unknown>, dialect: DialectName): Promise<void> {
+  // SQLite: tables keyed by their primary key alone are stored as that one b-tree.
+  const keyedTable = <T extends { modifyEnd(node: ReturnType<typeof sql>): T }>(t: T): T =>
+    dialect === 'sqlite' ? t.modifyEnd(sql`without rowid`) : t;
+
+  if (dialect === 'postgres') {
+    await sql`alter table events alter column stream_ordering drop not null`.execute(db);
+    await sql`alter table events add column status text not null default 'timeline'`.execute(db);
+    await sql`update events set status = 'rejected', stream_ordering = null where rejected <> 0`.execute(db);
+    await sql`alter table events drop column rejected`.execute(db);
+  } else {
+    await rebuildSqliteEvents(db);
+  }
+
+  await keyedTable(
+    db.schema
+      .createTable('event_auth')
+      .addColumn('event_nid', 'bigint', (c) => c.notNull())
+      .addColumn('auth_event_id', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('event_auth_pk', ['event_nid', 'auth_event_id']),
+  ).execute();
+  await keyedTable(
+    db.schema
+      .createTable('event_edges')
+      .addColumn('event_nid', 'bigint', (c) => c.notNull())
+      .addColumn('prev_event_id', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('event_edges_pk', ['event_nid', 'prev_event_id']),
+  ).execute();
+  // Which stored events cite an event as a prev event (is it still an extremity, a gap's end).
+  await db.schema.createIndex('event_edges_prev').on('event_edges').column('prev_event_id').execute();
+  await keyedTable(
+    db.schema
+      .createTable('backward_extremities')
+      .addColumn('room_nid', 'bigint', (c) => c.notNull())
+      .addColumn('event_id', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('backward_extremities_pk', ['room_nid', 'event_id']),
+  ).execute();
+  await keyedTable(
+    db.schema
+      .createTable('current_state_deltas')
+      .addColumn('position', 'bigint', (c) => c.notNull())
+      .addColumn('room_nid', 'bigint', (c) => c.notNull())
+      .addColumn('state_key_nid', 'bigint', (c) => c.notNull())
+      .addColumn('event_nid', 'bigint')
+      .addColumn('prev_event_nid', 'bigint')
+      .addPrimaryKeyConstraint('current_state_deltas_pk', ['room_nid', 'position', 'state_key_nid']),
+  ).execute();
+  // Sync across rooms reads deltas by position.
+  await db.schema.createIndex('current_state_deltas_position').on('current_state_deltas').column('position').execute();
+  await keyedTable(
+    db.schema
+      .createTable('room_joined_servers')
+      .addColumn('room_nid', 'bigint', (c) => c.notNull())
+      .addColumn('server_name', 'text', (c) => c.notNull())
+      .addColumn('joined_members', 'integer', (c) => c.notNull())
+      .addPrimaryKeyConstraint('room_joined_servers_pk', ['room_nid', 'server_name']),
+  ).execute();
+  await db.schema.alterTable('rooms').addColumn('latest_position', 'bigint').execute();
+
+  await fillGraphEdges(db);
+  // Prev events cited that this server does not have (none for rooms that never federated).
+  await sql`insert into backward_extremities (room_nid, event_id)
+    select distinct e.room_nid, g.prev_event_id from event_edges g join events e on e.event_nid = g.event_nid
+    where not exists (select 1 from events p where p.event_id = g.prev_event_id)`.execute(db);
+  await fillCurrentStateDeltas(db);
+  await sql`update rooms set latest_position = (select max(e.stream_ordering) from events e where e.room_nid = rooms.room_nid)`.execute(db);
+  const server =
+    dialect === 'postgres' ? sql`substr(user_id, strpos(user_id, ':') + 1)` : sql`substr(user_id, instr(user_id, ':') + 1)`;
+  await sql`insert into room_joined_servers (room_nid, server_name, joined_members)
+    select room_nid, ${server}, count(*) from room_memberships where membership = 'join' group by room_nid, ${server}`.execute(db);
+}
 
 /**
  * SQLite cannot drop a NOT NULL constraint: the table is rebuilt (create, copy, drop, rename) and
