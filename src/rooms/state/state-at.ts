@@ -119,7 +119,19 @@ async function stateAfterAll(deps: StateAtDeps, room: StateRoom, eventIds: reado
   if (differing.size === 0) return storedState(deps, distinct[0]!, states[0]!.events);
 
   const source = deps.source ?? new StoredStateResSource(deps, room);
-  const resolvedIds = await resolveState(room.roomId, room.version, states.map((s) => idsOf(s.events)), source);
+  // The inputs by event id: copies of the first but at the differing keys.
+  const first = idsOf(states[0]!.events);
+  const sets = states.map((s, i) => {
+    if (i === 0) return first;
+    const ids = new Map(first);
+    for (const key of differing) {
+      const ref = s.events.get(key);
+      if (ref === undefined) ids.delete(key);
+      else ids.set(key, ref.eventId);
+    }
+    return ids;
+  });
+  const resolvedIds = await resolveState(room.roomId, room.version, sets, source);
 
   // The resolved event at each differing key (every key else is as in every input).
   const resolvedAt = new Map<StateKey, StateEntryRef | null>();
