@@ -171,18 +171,32 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; c
 const figures = (t: { ms: number; cpuMs: number }) => `${t.ms.toFixed(1)} ms (CPU ${t.cpuMs.toFixed(1)} ms)`;
 
 console.log(`state before a merge of two forks (${forkA.length} and ${forkB.length} state events) in ${MEMBERS.toLocaleString('en-US')} state events (${database.dialect}):`);
+let best = Infinity;
+let bestCpu = Infinity;
 for (let round = 1; round <= ROUNDS; round++) {
   const t = await timed(() => stateBefore({ db }, room, prevs));
   const s = t.value;
   const what = s.kind === 'resolved' ? `${s.state.size} entries, a delta of ${s.delta.length} on snapshot ${s.base.nid}` : s.kind;
   console.log(`  round ${round}: ${figures(t)}: ${what}`);
+  best = Math.min(best, t.ms);
+  bestCpu = Math.min(bestCpu, t.cpuMs);
 }
-// Its parts, each on its own.
-const read = await timed(() => readSnapshotStates(db, snapshots));
+console.log(`  best: ${best.toFixed(1)} ms (CPU ${bestCpu.toFixed(1)} ms)`);
+
+// Its parts, each on its own, best of ROUNDS (other processes on a shared machine make single runs noisy).
+async function bestOf<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; cpuMs: number }> {
+  let out = await timed(fn);
+  for (let i = 1; i < ROUNDS; i++) {
+    const t = await timed(fn);
+    out = { value: t.value, ms: Math.min(out.ms, t.ms), cpuMs: Math.min(out.cpuMs, t.cpuMs) };
+  }
+  return out;
+}
+const read = await bestOf(() => readSnapshotStates(db, snapshots));
 const sets = snapshots.map((nid) => new Map([...read.value.states.get(nid)!.events].map(([k, e]) => [k, e.eventId])));
 const stateIds = [...new Set(sets.flatMap((m) => [...m.values()]))];
-const chain = await timed(() => authChainIds(db, stateIds));
-const resolution = await timed(() => resolveState(roomId, room.version, sets, new StoredStateResSource({ db }, room)));
+const chain = await bestOf(() => authChainIds(db, stateIds));
+const resolution = await bestOf(() => resolveState(roomId, room.version, sets, new StoredStateResSource({ db }, room)));
 console.log(`  of which: both snapshots read ${figures(read)}; state resolution ${figures(resolution)},`);
 console.log(`  in which the auth chain of the ${stateIds.length.toLocaleString('en-US')} state events (${chain.value.size} events) ${figures(chain)}`);
 
