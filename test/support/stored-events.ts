@@ -10,7 +10,7 @@ import { hashAndSignEventWithId } from '../../src/protocol/hashes.js';
 import type { JsonObject } from '../../src/protocol/json.js';
 import type { RoomVersion } from '../../src/protocol/room-versions.js';
 import type { SigningKey } from '../../src/protocol/signing.js';
-import { eventIdsByNids, eventsByIds } from '../../src/storage/rooms/events.js';
+import { eventsByIds } from '../../src/storage/rooms/events.js';
 import { insertGraphRows } from '../../src/storage/rooms/graph.js';
 import { HotRoomQueries } from '../../src/storage/rooms/hot-queries.js';
 import {
@@ -19,6 +19,7 @@ import {
   insertSnapshotRow,
   needsFullSnapshot,
   readSnapshot,
+  readSnapshotStates,
   StateKeyNids,
   type SnapshotEntry,
 } from '../../src/storage/rooms/state-snapshots.js';
@@ -82,11 +83,8 @@ export class StoredEventWriter {
 
   /** The state a snapshot holds, by event id. */
   async stateOf(snapshotNid: number): Promise<Map<StateKey, string>> {
-    const nids = await readSnapshot(this.db, snapshotNid);
-    const ids = await eventIdsByNids(this.db, [...nids.values()]);
-    const out = new Map<StateKey, string>();
-    for (const [key, nid] of nids) out.set(key, ids.get(nid)!);
-    return out;
+    const { states } = await readSnapshotStates(this.db, [snapshotNid]);
+    return new Map([...states.get(snapshotNid)!.events].map(([key, e]) => [key, e.eventId]));
   }
 
   async add(spec: StoredEventSpec): Promise<StoredTestEvent> {

@@ -30,16 +30,6 @@ export async function eventsByNids(db: Kysely<Schema>, nids: readonly number[]):
   return out;
 }
 
-/** The ids of events by nid (nothing else of their rows); unknown nids are absent. */
-export async function eventIdsByNids(db: Kysely<Schema>, nids: readonly number[]): Promise<Map<number, string>> {
-  const out = new Map<number, string>();
-  for (let i = 0; i < nids.length; i += 5000) {
-    const rows = await db.selectFrom('events').select(['event_nid', 'event_id']).where('event_nid', 'in', nids.slice(i, i + 5000)).execute();
-    for (const r of rows) out.set(Number(r.event_nid), r.event_id);
-  }
-  return out;
-}
-
 export interface StreamRange {
   /** Exclusive lower bound on stream_ordering. */
   readonly after?: number;
