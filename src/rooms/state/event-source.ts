@@ -14,6 +14,8 @@ import { authRoomEventOf, storedEventFromRow, type StoredEvent } from '../stored
 
 /** Ids per read: well under the bound parameters either database takes. */
 const READ_BATCH = 2000;
+/** Auth chains remembered per source. */
+const CHAINS_KEPT = 8;
 
 export interface StoredStateResSourceDeps {
   readonly db: Kysely<Schema>;
@@ -26,6 +28,8 @@ export class StoredStateResSource implements StateResEventSource {
   private readonly events = new Map<string, RoomEvent | null>();
   private readonly rejected = new Set<string>();
   private readonly statusKnown = new Set<string>();
+  /** Auth chains asked for, by the ids asked with (a resolution asks for each once; a merge after it, again). */
+  private readonly chains = new Map<string, ReadonlySet<string>>();
 
   constructor(
     private readonly deps: StoredStateResSourceDeps,
@@ -66,7 +70,14 @@ export class StoredStateResSource implements StateResEventSource {
   }
 
   async getAuthChain(ids: readonly string[]): Promise<ReadonlySet<string>> {
-    return authChainIds(this.deps.db, ids);
+    const key = ids.join(' ');
+    let chain = this.chains.get(key);
+    if (chain === undefined) {
+      chain = await authChainIds(this.deps.db, ids);
+      if (this.chains.size >= CHAINS_KEPT) this.chains.delete(this.chains.keys().next().value as string);
+      this.chains.set(key, chain);
+    }
+    return chain;
   }
 
   async rejectedAmong(ids: readonly string[]): Promise<ReadonlySet<string>> {
