@@ -201,6 +201,17 @@ export class RoomReader {
     return out;
   }
 
+  /** Those of the events by id that are cached; nothing is read, nothing added to the cache. */
+  cachedEvents(eventIds: readonly string[]): Map<string, StoredEvent> {
+    const out = new Map<string, StoredEvent>();
+    for (const id of eventIds) {
+      const nid = this.cached.nidOf(id);
+      const e = nid === undefined ? undefined : this.cached.get(nid);
+      if (e !== undefined) out.set(id, e);
+    }
+    return out;
+  }
+
   async eventsByNids(nids: readonly number[]): Promise<Map<number, StoredEvent>> {
     const out = new Map<number, StoredEvent>();
     const missing: number[] = [];

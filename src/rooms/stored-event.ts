@@ -4,6 +4,7 @@
 import type { Pdu, RoomEvent } from '../protocol/events.js';
 import { toRoomEvent } from '../protocol/events.js';
 import type { JsonObject } from '../protocol/json.js';
+import { redactEvent } from '../protocol/redaction.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import { HearthError } from '../protocol/errors.js';
 import type { EventRow } from '../storage/rooms/events.js';
@@ -131,6 +132,15 @@ export function byStreamOrder(a: Pick<StoredEvent, 'nid' | 'streamOrdering'>, b:
 /** The RoomEvent view authorization reads. */
 export function roomEventOf(e: StoredEvent): RoomEvent {
   return toRoomEvent(e.pdu, e.eventId, e.version);
+}
+
+/**
+ * The RoomEvent view authorization and state resolution read: a redacted event in its redacted
+ * form, as every server that applied the redaction sees it.
+ */
+export function authRoomEventOf(e: StoredEvent): RoomEvent {
+  const ev = roomEventOf(e);
+  return e.redactedBy === undefined ? ev : { ...ev, content: redactEvent(ev, e.version).content };
 }
 
 /** The membership a member event sets ('leave' for anything unusable). */

@@ -2,7 +2,7 @@
 // breadth first, one fetch per level, with a shared visited set, so a union of many chains costs
 // what the union holds rather than the sum of the chains.
 
-import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './event-cache.js';
+import { AuthGraph, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './auth-graph.js';
 
 /**
  * The union of the auth chains of `startIds`. A start event is in the result only if another
@@ -11,7 +11,7 @@ import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } f
  * to be excluded anyway).
  */
 export async function authChainUnion(
-  cache: EventCache,
+  graph: AuthGraph,
   startIds: Iterable<string>,
   skip?: ReadonlySet<string>,
 ): Promise<Set<string>> {
@@ -19,11 +19,11 @@ export async function authChainUnion(
   let level = [...new Set(startIds)];
   let steps = 0;
   while (level.length > 0) {
-    await cache.load(level);
+    await graph.load(level);
     const next: string[] = [];
     for (const id of level) {
       if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
-      const ev = cache.get(id);
+      const ev = graph.get(id);
       if (ev === undefined) continue;
       for (const a of ev.auth_events) {
         if (visited.has(a) || skip?.has(a)) continue;
@@ -41,33 +41,33 @@ export async function authChainUnion(
  * (including themselves) mapped to its distinct auth events that are loaded.
  */
 export async function authAncestry(
-  cache: EventCache,
+  graph: AuthGraph,
   startIds: Iterable<string>,
 ): Promise<Map<string, string[]>> {
-  const graph = new Map<string, string[]>();
+  const ancestry = new Map<string, string[]>();
   let level: string[] = [];
-  for (const id of new Set(startIds)) if (cache.get(id) !== undefined) level.push(id);
-  for (const id of level) graph.set(id, []);
+  for (const id of new Set(startIds)) if (graph.get(id) !== undefined) level.push(id);
+  for (const id of level) ancestry.set(id, []);
   let steps = 0;
   while (level.length > 0) {
-    await cache.loadAuthEvents(level);
+    await graph.loadAuthEvents(level);
     const next: string[] = [];
     for (const id of level) {
       if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
       const parents = new Set<string>();
-      for (const a of cache.require(id).auth_events) {
-        if (cache.get(a) === undefined) continue;
+      for (const a of graph.require(id).auth_events) {
+        if (graph.get(a) === undefined) continue;
         parents.add(a);
-        if (!graph.has(a)) {
-          graph.set(a, []);
+        if (!ancestry.has(a)) {
+          ancestry.set(a, []);
           next.push(a);
         }
       }
-      graph.set(id, [...parents]);
+      ancestry.set(id, [...parents]);
     }
     level = next;
   }
-  return graph;
+  return ancestry;
 }
 
 /**
@@ -79,7 +79,7 @@ export async function authAncestry(
  * difference is (∪D_i − ∩D_i) − U. That lets each D_i walk stop at U.
  */
 export async function authDifference(
-  cache: EventCache,
+  graph: AuthGraph,
   source: StateResEventSource,
   unconflictedIds: readonly string[],
   conflictedIdsPerSet: readonly (readonly string[])[],
@@ -87,7 +87,7 @@ export async function authDifference(
   const common = new Set<string>(
     source.getAuthChain !== undefined
       ? await source.getAuthChain(unconflictedIds)
-      : await authChainUnion(cache, unconflictedIds),
+      : await authChainUnion(graph, unconflictedIds),
   );
   for (const id of unconflictedIds) common.add(id);
   const perSet: Set<string>[] = [];
@@ -95,7 +95,7 @@ export async function authDifference(
     const chain = new Set<string>(
       source.getAuthChain !== undefined
         ? await source.getAuthChain(ids)
-        : await authChainUnion(cache, ids, common),
+        : await authChainUnion(graph, ids, common),
     );
     for (const id of ids) chain.add(id);
     perSet.push(chain);

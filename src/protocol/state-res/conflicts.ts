@@ -20,15 +20,17 @@ export function partitionV2(sets: readonly StateMap[]): Partition {
   for (const set of sets) {
     for (const [key, value] of set) {
       if (unconflicted.has(key) || conflicted.has(key)) continue;
+      // Most keys of a large state agree everywhere: checked without building a set of values.
+      if (sets.every((other) => other.get(key) === value)) {
+        unconflicted.set(key, value);
+        continue;
+      }
       const values = new Set<string>();
-      let missing = false;
       for (const other of sets) {
         const v = other.get(key);
-        if (v === undefined) missing = true;
-        else values.add(v);
+        if (v !== undefined) values.add(v);
       }
-      if (!missing && values.size === 1) unconflicted.set(key, value);
-      else conflicted.set(key, [...values]);
+      conflicted.set(key, [...values]);
     }
   }
   return { unconflicted, conflicted };

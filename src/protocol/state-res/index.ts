@@ -3,11 +3,11 @@
 
 import type { StateKey, StateMap } from '../events.js';
 import type { RoomVersion } from '../room-versions.js';
-import type { StateResEventSource } from './event-cache.js';
+import type { StateResEventSource } from './auth-graph.js';
 import { resolveStateV1 } from './v1.js';
 import { resolveStateV2 } from './v2.js';
 
-export type { StateResEventSource } from './event-cache.js';
+export type { StateResEventSource } from './auth-graph.js';
 export { isPowerEvent } from './v2.js';
 
 /** Resolves `stateSets` (each (type, state_key) → event id) into one state of the same form. */

@@ -5,7 +5,7 @@ import { authTypesForEvent } from '../auth-events.js';
 import { checkEventAuth } from '../event-auth.js';
 import { stateKey, type RoomEvent, type StateKey } from '../events.js';
 import type { RoomVersion } from '../room-versions.js';
-import { EventCache, YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
+import { AuthGraph, YIELD_EVERY, yieldToEventLoop } from './auth-graph.js';
 
 /**
  * Runs the iterative auth checks over `eventIds` (all loaded) from `base`. The auth state for
@@ -13,7 +13,7 @@ import { EventCache, YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
  * the event's own auth event with that key unless that auth event was rejected.
  */
 export async function iterativeAuthChecks(
-  cache: EventCache,
+  graph: AuthGraph,
   version: RoomVersion,
   eventIds: readonly string[],
   base: ReadonlyMap<StateKey, string>,
@@ -22,14 +22,14 @@ export async function iterativeAuthChecks(
 
   // Fetch up front every event's auth events and the base state's events for the keys needed;
   // whatever enters the state later comes from the (loaded) list itself.
-  await cache.loadAuthEvents(eventIds);
+  await graph.loadAuthEvents(eventIds);
   const authIds: string[] = [];
-  for (const id of eventIds) authIds.push(...(cache.get(id)?.auth_events ?? []));
-  await cache.loadRejections(authIds);
+  for (const id of eventIds) authIds.push(...(graph.get(id)?.auth_events ?? []));
+  await graph.loadRejections(authIds);
   const typesOf = new Map<string, StateKey[]>();
   const wanted: string[] = [];
   for (const id of eventIds) {
-    const ev = cache.get(id);
+    const ev = graph.get(id);
     if (ev === undefined) continue;
     const keys = authTypesForEvent(ev, version);
     typesOf.set(id, keys);
@@ -38,25 +38,25 @@ export async function iterativeAuthChecks(
       if (v !== undefined) wanted.push(v);
     }
   }
-  await cache.load(wanted);
+  await graph.load(wanted);
 
   let steps = 0;
   for (const id of eventIds) {
     if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
-    const ev = cache.get(id);
+    const ev = graph.get(id);
     if (ev === undefined || ev.state_key === undefined) continue;
 
     const own = new Map<StateKey, RoomEvent>();
     for (const a of ev.auth_events) {
       // Rejected auth events are never used: auth events are not re-authorized here.
-      if (cache.isRejected(a)) continue;
-      const authEv = cache.get(a);
+      if (graph.isRejected(a)) continue;
+      const authEv = graph.get(a);
       if (authEv?.state_key !== undefined) own.set(stateKey(authEv.type, authEv.state_key), authEv);
     }
     const authState = new Map<StateKey, RoomEvent>();
     for (const k of typesOf.get(id) ?? []) {
       const current = state.get(k);
-      const chosen = (current !== undefined ? cache.get(current) : undefined) ?? own.get(k);
+      const chosen = (current !== undefined ? graph.get(current) : undefined) ?? own.get(k);
       if (chosen !== undefined) authState.set(k, chosen);
     }
     if (checkEventAuth(ev, authState, version).allowed) {

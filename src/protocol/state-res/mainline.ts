@@ -1,24 +1,24 @@
 // Mainline ordering (state resolution v2): events ordered by how early in the resolved power
 // levels' history their own power levels sit, then by origin_server_ts, then by event_id.
 
-import { EventCache, YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
+import { AuthGraph, YIELD_EVERY, yieldToEventLoop } from './auth-graph.js';
 import { compareCodePoints } from '../code-points.js';
 
 const POWER_LEVELS = 'm.room.power_levels';
 
 /** The mainline of P0: [P0, P1, …, Pn], each P(i+1) the power levels among P(i)'s auth events. */
-async function mainlineOf(cache: EventCache, p0: string): Promise<string[]> {
+async function mainlineOf(graph: AuthGraph, p0: string): Promise<string[]> {
   const mainline: string[] = [];
   const seen = new Set<string>();
   let current: string | undefined = p0;
   while (current !== undefined && !seen.has(current)) {
-    await cache.load([current]);
-    const ev = cache.get(current);
+    await graph.load([current]);
+    const ev = graph.get(current);
     if (ev === undefined) break;
     seen.add(current);
     mainline.push(current);
-    await cache.loadAuthEvents([current]);
-    current = cache.authEventOfType(ev, POWER_LEVELS)?.event_id;
+    await graph.loadAuthEvents([current]);
+    current = graph.authEventOfType(ev, POWER_LEVELS)?.event_id;
     if (mainline.length % YIELD_EVERY === 0) await yieldToEventLoop();
   }
   return mainline;
@@ -31,20 +31,20 @@ async function mainlineOf(cache: EventCache, p0: string): Promise<string[]> {
  * Chains are walked one level per fetch for all starts together, and memoized.
  */
 async function positionsOf(
-  cache: EventCache,
+  graph: AuthGraph,
   starts: readonly string[],
   index: ReadonlyMap<string, number>,
 ): Promise<Map<string, number>> {
   const parent = new Map<string, string | undefined>();
   let level = [...new Set(starts)].filter((id) => !index.has(id));
   while (level.length > 0) {
-    await cache.load(level);
-    await cache.loadAuthEvents(level);
+    await graph.load(level);
+    await graph.loadAuthEvents(level);
     const next: string[] = [];
     for (const id of level) {
       if (parent.has(id)) continue;
-      const ev = cache.get(id);
-      const up = ev === undefined ? undefined : cache.authEventOfType(ev, POWER_LEVELS)?.event_id;
+      const ev = graph.get(id);
+      const up = ev === undefined ? undefined : graph.authEventOfType(ev, POWER_LEVELS)?.event_id;
       parent.set(id, up);
       if (up !== undefined && !index.has(up) && !parent.has(up)) next.push(up);
     }
@@ -79,31 +79,31 @@ async function positionsOf(
  * back in the mainline) sorts earlier, then earlier origin_server_ts, then smaller event_id.
  */
 export async function mainlineOrder(
-  cache: EventCache,
+  graph: AuthGraph,
   eventIds: readonly string[],
   resolvedPl: string | undefined,
 ): Promise<string[]> {
   if (eventIds.length === 0) return [];
-  const mainline = resolvedPl === undefined ? [] : await mainlineOf(cache, resolvedPl);
+  const mainline = resolvedPl === undefined ? [] : await mainlineOf(graph, resolvedPl);
   const index = new Map<string, number>();
   mainline.forEach((id, i) => index.set(id, i));
 
   // e1 of each event: the power levels among its auth events (e0 itself is not considered).
-  await cache.loadAuthEvents(eventIds);
+  await graph.loadAuthEvents(eventIds);
   const firstPl = new Map<string, string | undefined>();
   for (const id of eventIds) {
-    firstPl.set(id, cache.authEventOfType(cache.require(id), POWER_LEVELS)?.event_id);
+    firstPl.set(id, graph.authEventOfType(graph.require(id), POWER_LEVELS)?.event_id);
   }
   const starts: string[] = [];
   for (const pl of firstPl.values()) if (pl !== undefined) starts.push(pl);
-  const position = await positionsOf(cache, starts, index);
+  const position = await positionsOf(graph, starts, index);
 
   const keyed = eventIds.map((id) => {
     const pl = firstPl.get(id);
     return {
       id,
       pos: pl === undefined ? Infinity : (position.get(pl) ?? Infinity),
-      ts: cache.require(id).origin_server_ts,
+      ts: graph.require(id).origin_server_ts,
     };
   });
   if (keyed.length > YIELD_EVERY) await yieldToEventLoop();

@@ -2,7 +2,7 @@
 // priority queue for the reverse topological power ordering.
 
 import { compareCodePoints } from '../code-points.js';
-import { YIELD_EVERY, yieldToEventLoop } from './event-cache.js';
+import { YIELD_EVERY, yieldToEventLoop } from './auth-graph.js';
 
 export class MinHeap<T> {
   private readonly items: T[] = [];

@@ -13,7 +13,7 @@ import { checkEventAuth } from '../event-auth.js';
 import { parseStateKey, stateKey, type RoomEvent, type StateKey, type StateMap } from '../events.js';
 import type { RoomVersion } from '../room-versions.js';
 import { partitionV1 } from './conflicts.js';
-import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './event-cache.js';
+import { AuthGraph, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './auth-graph.js';
 
 const POWER_LEVELS_KEY = stateKey('m.room.power_levels', '');
 
@@ -88,10 +88,10 @@ export async function resolveStateV1(
   // Start with R: the union of the states, without the conflicting events.
   const { unconflicted, conflicted } = partitionV1(stateSets);
   if (conflicted.size === 0) return unconflicted;
-  const cache = new EventCache(roomId, source);
+  const graph = new AuthGraph(roomId, source);
   const all: string[] = [];
   for (const ids of conflicted.values()) all.push(...ids);
-  await cache.load(all);
+  await graph.load(all);
 
   const result = new Map(unconflicted);
   const conflicts = new Map<StateKey, Ranked[]>();
@@ -99,7 +99,7 @@ export async function resolveStateV1(
   for (const [key, ids] of conflicted) {
     const events: Ranked[] = [];
     for (const id of ids) {
-      const ev = cache.get(id);
+      const ev = graph.get(id);
       if (ev?.state_key !== undefined) events.push(rank(ev));
     }
     if (events.length === 1) result.set(key, events[0]!.ev.event_id);
@@ -112,10 +112,10 @@ export async function resolveStateV1(
       }
     }
   }
-  await cache.load(neededFromR);
+  await graph.load(neededFromR);
   const r = new Map<StateKey, RoomEvent>();
   for (const [key, id] of unconflicted) {
-    const ev = cache.get(id);
+    const ev = graph.get(id);
     if (ev !== undefined) r.set(key, ev);
   }
 

@@ -6,7 +6,7 @@ import { powerLevelsFromEvents, userPowerLevel, type PowerLevels } from '../powe
 import type { RoomVersion } from '../room-versions.js';
 import { authAncestry, authDifference } from './auth-chain.js';
 import { partitionV2 } from './conflicts.js';
-import { EventCache, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './event-cache.js';
+import { AuthGraph, YIELD_EVERY, yieldToEventLoop, type StateResEventSource } from './auth-graph.js';
 import { iterativeAuthChecks } from './iterative-auth.js';
 import { mainlineOrder } from './mainline.js';
 import { lexicographicalTopologicalSort, type PowerSortKey } from './ordering.js';
@@ -35,12 +35,12 @@ export function isPowerEvent(ev: RoomEvent): boolean {
  * The sender's power level as the event's own auth events give it: from the power levels among
  * them, or without one, 100 for the room creator (per the create event among them) and 0 else.
  */
-function senderPowerOf(cache: EventCache, version: RoomVersion): (ev: RoomEvent) => number {
+function senderPowerOf(graph: AuthGraph, version: RoomVersion): (ev: RoomEvent) => number {
   const parsed = new Map<string, PowerLevels>();
   return (ev) => {
-    const pl = cache.authEventOfType(ev, POWER_LEVELS);
+    const pl = graph.authEventOfType(ev, POWER_LEVELS);
     if (pl === undefined) {
-      const create = cache.authEventOfType(ev, CREATE);
+      const create = graph.authEventOfType(ev, CREATE);
       return userPowerLevel(powerLevelsFromEvents(undefined, create, version), ev.sender);
     }
     let levels = parsed.get(pl.event_id);
@@ -64,7 +64,7 @@ export async function resolveStateV2(
   // Definitions: the unconflicted state map and the conflicted state set.
   const { unconflicted, conflicted } = partitionV2(stateSets);
   if (conflicted.size === 0) return unconflicted;
-  const cache = new EventCache(roomId, source);
+  const graph = new AuthGraph(roomId, source);
 
   // Definitions: the auth difference and the full conflicted set.
   const conflictedPerSet = stateSets.map((set) => {
@@ -75,43 +75,43 @@ export async function resolveStateV2(
     }
     return ids;
   });
-  const difference = await authDifference(cache, source, [...unconflicted.values()], conflictedPerSet);
+  const difference = await authDifference(graph, source, [...unconflicted.values()], conflictedPerSet);
   const fullIds = new Set<string>(difference);
   for (const ids of conflicted.values()) for (const id of ids) fullIds.add(id);
-  await cache.load(fullIds);
+  await graph.load(fullIds);
   // Events the source cannot supply cannot be authorized, so they take no part.
   const full = new Set<string>();
-  for (const id of fullIds) if (cache.get(id)?.state_key !== undefined) full.add(id);
+  for (const id of fullIds) if (graph.get(id)?.state_key !== undefined) full.add(id);
 
   // 1. X: the power events of the full conflicted set, with the events of their auth chains that
   //    are in the full conflicted set, sorted by the reverse topological power ordering.
   const powerEvents: string[] = [];
-  for (const id of full) if (isPowerEvent(cache.require(id))) powerEvents.push(id);
-  const ancestry = await authAncestry(cache, powerEvents);
+  for (const id of full) if (isPowerEvent(graph.require(id))) powerEvents.push(id);
+  const ancestry = await authAncestry(graph, powerEvents);
   const x = new Set<string>();
   for (const id of ancestry.keys()) if (full.has(id)) x.add(id);
-  const senderPower = senderPowerOf(cache, version);
+  const senderPower = senderPowerOf(graph, version);
   const keys = new Map<string, PowerSortKey>();
   let steps = 0;
   for (const id of x) {
     if (++steps % YIELD_EVERY === 0) await yieldToEventLoop();
-    const ev = cache.require(id);
+    const ev = graph.require(id);
     keys.set(id, { id, power: senderPower(ev), ts: ev.origin_server_ts });
   }
   const sortedPower = await lexicographicalTopologicalSort(ancestry, x, (id) => keys.get(id)!);
 
   // 2. Iterative auth checks from the unconflicted state over X: the partially resolved state.
-  const partial = await iterativeAuthChecks(cache, version, sortedPower, unconflicted);
+  const partial = await iterativeAuthChecks(graph, version, sortedPower, unconflicted);
 
   // 3. Every other event of the full conflicted set (including any power event an auth cycle
   //    kept out of step 1), by mainline ordering based on the partial state's power levels.
   const picked = new Set(sortedPower);
   const remaining: string[] = [];
   for (const id of full) if (!picked.has(id)) remaining.push(id);
-  const ordered = await mainlineOrder(cache, remaining, partial.get(POWER_LEVELS_KEY));
+  const ordered = await mainlineOrder(graph, remaining, partial.get(POWER_LEVELS_KEY));
 
   // 4. Iterative auth checks from the partial state over those events.
-  const resolved = await iterativeAuthChecks(cache, version, ordered, partial);
+  const resolved = await iterativeAuthChecks(graph, version, ordered, partial);
 
   // 5. The unconflicted state map overrides whatever the checks put in its keys.
   for (const [key, id] of unconflicted) resolved.set(key, id);

@@ -7,7 +7,7 @@ import type { JsonObject } from '../../protocol/json.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
-import { resolveRoomIdOrAlias } from './resolve.js';
+import { resolveRoomIdOrAlias } from './alias-target.js';
 
 export interface JoinOptions {
   readonly reason?: string;

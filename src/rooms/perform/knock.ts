@@ -5,7 +5,7 @@ import { HearthError } from '../../protocol/errors.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
-import { resolveRoomIdOrAlias } from './resolve.js';
+import { resolveRoomIdOrAlias } from './alias-target.js';
 
 export async function knockRoom(core: RoomCore, actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
   const roomId = await resolveRoomIdOrAlias(core, roomIdOrAlias);

@@ -166,6 +166,88 @@ function inChainOrder<R extends { snapshot_nid: number | bigint }>(chain: readon
   return out;
 }
 
+/** A state entry with its event's id beside its nid. */
+export interface SnapshotEvent {
+  readonly nid: number;
+  readonly eventId: string;
+}
+
+export interface SnapshotStates {
+  /** Per snapshot asked for: stateKey(type, state_key) → its event. */
+  readonly states: Map<number, { readonly info: SnapshotInfo; readonly events: ReadonlyMap<StateKey, SnapshotEvent> }>;
+  /** stateKey(type, state_key) → that pair's state_key_nid, for every key read. */
+  readonly keyNids: Map<StateKey, number>;
+}
+
+/**
+ * The states several snapshots hold, with their events' ids. Snapshots of one room mostly share
+ * their full base, so the rows of every chain involved are read once, in one query, and each
+ * base is folded once.
+ */
+export async function readSnapshotStates(db: Kysely<Schema>, snapshotNids: readonly number[]): Promise<SnapshotStates> {
+  const wanted = [...new Set(snapshotNids)];
+  const infos = new Map<number, SnapshotInfo>();
+  if (wanted.length > 0) {
+    const rows = await db.selectFrom('state_snapshots').select(['snapshot_nid', 'chain_length', 'chain']).where('snapshot_nid', 'in', wanted).execute();
+    for (const r of rows) {
+      const nid = Number(r.snapshot_nid);
+      infos.set(nid, { nid, chainLength: r.chain_length, chain: [...(JSON.parse(r.chain) as number[]), nid] });
+    }
+  }
+  for (const nid of wanted) if (!infos.has(nid)) throw new Error(`state snapshot ${nid} does not exist`);
+  // Full bases are folded as their rows come; the deltas above them are kept to apply in order.
+  const bases = new Map<number, Map<StateKey, SnapshotEvent>>();
+  const deltas = new Map<number, [StateKey, SnapshotEvent | null][]>();
+  for (const info of infos.values()) {
+    bases.set(info.chain[0]!, new Map());
+    for (const nid of info.chain.slice(1)) deltas.set(nid, []);
+  }
+  const keyNids = new Map<StateKey, number>();
+  const chainNids = [...bases.keys(), ...deltas.keys()];
+  const rows =
+    chainNids.length === 0
+      ? []
+      : await db
+          .selectFrom('state_snapshot_entries as e')
+          .innerJoin('event_state_keys as k', 'k.state_key_nid', 'e.state_key_nid')
+          .leftJoin('events as ev', 'ev.event_nid', 'e.event_nid')
+          .select(['e.snapshot_nid', 'e.state_key_nid', 'k.event_type', 'k.state_key', 'e.event_nid', 'ev.event_id'])
+          .where('e.snapshot_nid', 'in', chainNids)
+          .execute();
+  for (const r of rows) {
+    const key = stateKey(r.event_type, r.state_key);
+    keyNids.set(key, Number(r.state_key_nid));
+    let event: SnapshotEvent | null = null;
+    if (r.event_nid !== null) {
+      if (r.event_id === null) throw new Error(`state snapshot ${r.snapshot_nid} names event ${r.event_nid}, which is not stored`);
+      event = { nid: Number(r.event_nid), eventId: r.event_id };
+    }
+    const snapshot = Number(r.snapshot_nid);
+    const base = bases.get(snapshot);
+    if (base === undefined) deltas.get(snapshot)!.push([key, event]);
+    else if (event === null) base.delete(key);
+    else base.set(key, event);
+  }
+  const states: SnapshotStates['states'] = new Map();
+  for (const info of infos.values()) {
+    const base = bases.get(info.chain[0]!)!;
+    if (info.chain.length === 1) {
+      states.set(info.nid, { info, events: base });
+      continue;
+    }
+    // Later snapshots in the chain override earlier ones.
+    const events = new Map(base);
+    for (const nid of info.chain.slice(1)) {
+      for (const [key, event] of deltas.get(nid)!) {
+        if (event === null) events.delete(key);
+        else events.set(key, event);
+      }
+    }
+    states.set(info.nid, { info, events });
+  }
+  return { states, keyNids };
+}
+
 /** Rows a snapshot's chain holds in total (for tests and diagnostics). */
 export async function snapshotRowCount(db: Kysely<Schema>, roomNid: number): Promise<{ snapshots: number; entries: number }> {
   const s = await db

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { stateKey, type RoomEvent, type StateKey } from '../../../src/protocol/events.js';
 import { roomVersions } from '../../../src/protocol/room-versions.js';
 import { authDifference } from '../../../src/protocol/state-res/auth-chain.js';
-import { EventCache, type StateResEventSource } from '../../../src/protocol/state-res/event-cache.js';
+import { AuthGraph, type StateResEventSource } from '../../../src/protocol/state-res/auth-graph.js';
 import { resolveState } from '../../../src/protocol/state-res/index.js';
 import { EventFactory, ROOM_ID, naiveAuthChain, type EventSpec } from '../../support/room-events.js';
 
@@ -116,16 +116,16 @@ describe('state resolution and its event source', () => {
     mk('$u', ['$shared']);
     // Each set's full chain counts its own events, as the reference server computes it.
     const expected = new Set(['$a1', '$a2', '$b1']);
-    const walking = (): [EventCache, StateResEventSource] => {
+    const walking = (): [AuthGraph, StateResEventSource] => {
       const source = new CountingSource(events);
-      return [new EventCache(ROOM_ID, source), source];
+      return [new AuthGraph(ROOM_ID, source), source];
     };
     assert.deepEqual(await authDifference(...walking(), ['$u'], [['$a2'], ['$b1']]), expected);
     const store: StateResEventSource = {
       getEvents: (ids) => new CountingSource(events).getEvents(ids),
       getAuthChain: (ids) => naiveAuthChain(events, ids),
     };
-    const answered = await authDifference(new EventCache(ROOM_ID, store), store, ['$u'], [['$a2'], ['$b1']]);
+    const answered = await authDifference(new AuthGraph(ROOM_ID, store), store, ['$u'], [['$a2'], ['$b1']]);
     assert.deepEqual(answered, expected);
     // An event only one set's chain holds, but the unconflicted chain also holds, is no difference.
     mk('$u2', ['$a1']);

@@ -1,4 +1,5 @@
-// The event fetcher that state resolution is given, and the cache it reads through. Events are
+// The event fetcher that state resolution is given, and the working set of one resolution read
+// through it (AuthGraph: the events loaded so far, linked by their auth events). Events are
 // fetched in batches; an id the source cannot supply (or that belongs to another room) is
 // remembered as missing and treated as absent from then on.
 
@@ -32,7 +33,8 @@ export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export class EventCache {
+/** The events one resolution has loaded, which of them are missing, and which were rejected. */
+export class AuthGraph {
   private readonly events = new Map<string, RoomEvent>();
   private readonly missing = new Set<string>();
   private readonly rejected = new Set<string>();
