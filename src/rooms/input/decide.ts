@@ -23,7 +23,7 @@ import { refOf } from '../head-loader.js';
 import { snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from '../persist-event.js';
 import type { RoomReader } from '../reader.js';
-import { roomEventOf, type StoredEvent } from '../stored-event.js';
+import { authRoomEventOf, roomEventOf, type StoredEvent } from '../stored-event.js';
 import { StoredStateSource } from './state-source.js';
 
 /** A received PDU that passed checks 1–3. */
@@ -61,11 +61,6 @@ interface StateAt {
   readonly snapshot: SnapshotRef | null;
 }
 
-function authView(e: StoredEvent, head: RoomHead): RoomEvent {
-  const roomEvent = roomEventOf(e);
-  return e.redactedBy === undefined ? roomEvent : redactedRoomEvent(roomEvent, head);
-}
-
 function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
   if (a.length !== b.length) return false;
   const ids = new Set(b.map((r) => r.eventId));
@@ -101,7 +96,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   });
 
   // 4. The auth events themselves (rule 2), then the rules against the state they make.
-  const authEvents = [...g.authEvents.values()].map((e) => authView(e, head));
+  const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
   const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
   if (!listed.allowed) return refuse('rejected', listed.reason, null, null);
   const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
@@ -196,7 +191,7 @@ async function stateBefore(
     const state = new Map<StateKey, RoomEvent>();
     const refs = new Map<StateKey, EventRef>();
     for (const [key, e] of override) {
-      state.set(key, authView(e, head));
+      state.set(key, authRoomEventOf(e));
       refs.set(key, refOf(e, head.version));
     }
     return { state, refs, snapshot: snapshotOn(null, [], refs) };
