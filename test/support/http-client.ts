@@ -22,8 +22,8 @@ export type QueryValue = string | number | boolean | object;
 export interface RequestOptions {
   /** Overrides the client's token; null sends none. */
   readonly token?: string | null;
-  /** Sent as it is, instead of the JSON encoding of the body argument (malformed JSON, other types). */
-  readonly raw?: string | Uint8Array;
+  /** Sent as it is, instead of the JSON encoding of the body argument (malformed JSON, other types, a stream without a length). */
+  readonly raw?: string | Uint8Array | ReadableStream<Uint8Array>;
   /** Extra request headers; `content-type` defaults to application/json when a body is sent. */
   readonly headers?: Record<string, string>;
   /** Query parameters; objects are JSON-encoded (filters). */
@@ -69,7 +69,8 @@ export class HttpClient {
     const token = options.token === undefined ? this.token : options.token;
     if (token !== undefined && token !== null) headers['authorization'] = `Bearer ${token}`;
     const payload = options.raw ?? (body !== undefined ? JSON.stringify(body) : undefined);
-    if (payload !== undefined) headers['content-type'] = 'application/json';
+    const ownType = Object.keys(options.headers ?? {}).some((k) => k.toLowerCase() === 'content-type');
+    if (payload !== undefined && !ownType) headers['content-type'] = 'application/json';
     Object.assign(headers, options.headers);
     let url = this.baseUrl + this.path(path, options.prefix);
     if (options.query !== undefined) {
@@ -82,8 +83,10 @@ export class HttpClient {
       method,
       headers,
       ...(payload !== undefined ? { body: payload } : {}),
+      // A stream is sent chunked; fetch wants that said.
+      ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
-    });
+    } as RequestInit);
     const text = await res.text();
     let parsed: unknown;
     try {
