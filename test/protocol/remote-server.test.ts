@@ -5,7 +5,7 @@ import { encodeBase64 } from '../../src/protocol/base64.js';
 import { checkEventAuth } from '../../src/protocol/event-auth.js';
 import { checkEventSignatures } from '../../src/protocol/event-signatures.js';
 import { stateKey, type RoomEvent, type StateKey } from '../../src/protocol/events.js';
-import { checkContentHash, computeEventId, referenceHash } from '../../src/protocol/hashes.js';
+import { checkContentHash, computeEventId, hashAndSignEventWithId, referenceHash, type PduDraft } from '../../src/protocol/hashes.js';
 import { roomVersions, type RoomVersion } from '../../src/protocol/room-versions.js';
 import { generateSigningKey, verifyJsonSignature } from '../../src/protocol/signing.js';
 import { MAX_PDU_BYTES } from '../../src/rooms/builder.js';
@@ -223,5 +223,35 @@ for (const versionId of ['1', '10']) {
       ['getMissingEvents', 'getMissingEvents', 'getMissingEvents', 'getMissingEvents', 'stateIdsAt', 'getEvents', 'getMissingEvents', 'stateIdsAt', 'stateIdsAt', 'getEvents'],
     );
     assert.deepEqual(remote2.requests.map((r) => r.method), ['getEvents']);
+  });
+}
+
+for (const versionId of ['2', '11']) {
+  test(`v${versionId}: a PDU built elsewhere joins the graph; later events cite it and the remote serves it`, async () => {
+    const remote = new RemoteServer();
+    const g = remote.room({ version: versionId, creator: alice });
+    const version = g.version;
+    // What the server under test would build for its user's join.
+    const local = generateSigningKey();
+    const dana = '@dana:hs.test';
+    const before = await g.currentState();
+    const subject = { type: 'm.room.member', sender: dana, state_key: dana, content: { membership: 'join' } };
+    const auth = authTypesForEvent(subject, version).flatMap((k) => (before.has(k) ? [before.get(k)!] : []));
+    const draft = {
+      ...(version.eventIdFormat === 'v1' ? { event_id: '$join:hs.test' } : {}),
+      room_id: g.roomId, ...subject, origin_server_ts: 5, depth: g.pdus().length + 1,
+      prev_events: g.references(g.extremities()), auth_events: g.references(auth),
+    };
+    const { pdu, eventId } = hashAndSignEventWithId(draft as PduDraft, 'hs.test', local, version);
+    const joined = await g.insert(pdu);
+    assert.equal(joined.eventId, eventId);
+    assert.deepEqual(g.extremities(), [eventId]);
+    assert.equal(g.stateAfter(eventId).get(stateKey('m.room.member', dana)), eventId);
+    const reply = await g.event({ type: 'm.room.message', sender: alice, content: { body: 'welcome' } });
+    assert.deepEqual(reply.event.prev_events, [eventId]);
+    assert.deepEqual((await remote.getEvents([eventId])).get(eventId), pdu);
+    const reference = await ReferenceStates.compute(version, g.events().map((e) => e.event));
+    assert.deepEqual(reference.rejected, new Map());
+    assert.deepEqual(await reference.currentState(), await g.currentState());
   });
 }

@@ -23,7 +23,7 @@ import {
   type RoomEvent,
   type StateKey,
 } from '../../src/protocol/events.js';
-import { hashAndSignEvent, hashAndSignEventWithId, type PduDraft } from '../../src/protocol/hashes.js';
+import { computeEventId, hashAndSignEvent, hashAndSignEventWithId, referenceHash, type PduDraft } from '../../src/protocol/hashes.js';
 import type { JsonObject } from '../../src/protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../../src/protocol/room-versions.js';
 import { generateSigningKey, signJson, type SigningKey } from '../../src/protocol/signing.js';
@@ -396,6 +396,19 @@ export class RoomGraph {
     return resolveState(this.roomId, this.version, ids.map((id) => this.stateAfter(id)), { getEvents: (want) => this.roomEventsById(want) });
   }
 
+  /**
+   * Adds a PDU built elsewhere (by the server under test, say, when it joins), so that later
+   * events can cite it and the remotes serve it. Its prev and auth events must be in the graph.
+   */
+  async insert(pdu: Pdu): Promise<GraphEvent> {
+    const eventId = computeEventId(pdu, this.version);
+    const event = toRoomEvent(pdu, eventId, this.version);
+    for (const id of [...event.prev_events, ...event.auth_events]) this.mustGet(id);
+    const entry: GraphEvent = { eventId, pdu, event, referenceHash: encodeBase64(referenceHash(pdu, this.version)) };
+    this.record(entry, await this.resolvePrevStates(event.prev_events));
+    return entry;
+  }
+
   private build(spec: EventSpec, prev: readonly string[], stateBefore: Map<StateKey, string>): GraphEvent {
     const server = this.servers.get(domainOf(spec.sender));
     if (server === undefined) throw new Error(`no server in this graph for ${spec.sender}`);
@@ -427,16 +440,21 @@ export class RoomGraph {
     let pdu = signed.pdu;
     for (const other of spec.alsoSignedBy ?? []) pdu = other.signPdu(pdu, this.version);
     const entry = graphEvent(pdu, signed.eventId, signed.referenceHash, this.version);
-    if (this.entries.has(entry.eventId)) throw new Error(`duplicate event ${entry.eventId}`);
-    this.entries.set(entry.eventId, entry);
-    this.order.push(entry.eventId);
-    this.before.set(entry.eventId, stateBefore);
-    const stateAfter = new Map(stateBefore);
-    if (spec.stateKey !== undefined) stateAfter.set(stateKey(spec.type, spec.stateKey), entry.eventId);
-    this.after.set(entry.eventId, stateAfter);
-    for (const id of prev) this.heads.delete(id);
-    this.heads.add(entry.eventId);
+    this.record(entry, stateBefore);
     return entry;
+  }
+
+  private record(entry: GraphEvent, stateBefore: Map<StateKey, string>): void {
+    const { event } = entry;
+    if (this.entries.has(event.event_id)) throw new Error(`duplicate event ${event.event_id}`);
+    this.entries.set(event.event_id, entry);
+    this.order.push(event.event_id);
+    this.before.set(event.event_id, stateBefore);
+    const stateAfter = new Map(stateBefore);
+    if (event.state_key !== undefined) stateAfter.set(stateKey(event.type, event.state_key), event.event_id);
+    this.after.set(event.event_id, stateAfter);
+    for (const id of event.prev_events) this.heads.delete(id);
+    this.heads.add(event.event_id);
   }
 
   /** References in the version's format: ids, or [id, {sha256}] pairs in v1–v2. */
