@@ -8,6 +8,7 @@ import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/index.js';
 import { createServer } from '../../src/context.js';
 import { PROCESS_WAIT_MS } from '../server/processes.js';
+import { HttpClient } from '../support/http-client.js';
 
 const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 
@@ -85,11 +86,8 @@ test('register creates accounts that log in, admin only when asked; names are ch
     const [listener] = await server.listen();
     const accounts = [['alice', 'wonderland', true], ['bob', 'builder', false], ['carol', 'with crlf', false]] as const;
     for (const [user, password, admin] of accounts) {
-      const res = await fetch(`${listener!.url}/_chat/client/v3/login`, {
-        method: 'POST',
-        body: JSON.stringify({ type: 'm.login.password', identifier: { type: 'm.id.user', user }, password }),
-      });
-      const body = (await res.json()) as { user_id: string; access_token: string };
+      const res = await new HttpClient(listener!.url, { prefix: '/_chat/client/v3' }).post('/login', { type: 'm.login.password', identifier: { type: 'm.id.user', user }, password });
+      const body = res.body as { user_id: string; access_token: string };
       assert.equal(res.status, 200, JSON.stringify(body));
       assert.equal(body.user_id, `@${user}:cli.test`);
       assert.equal(await server.services.accounts.isAdmin(body.user_id), admin);

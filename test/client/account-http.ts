@@ -1,15 +1,12 @@
-// An HTTP app serving the account routes over a real socket, and a small client for it.
+// An HTTP app serving the account routes over a real socket, called through the shared HttpClient.
 
 import type { AddressInfo } from 'node:net';
 import { buildHttpApp } from '../../src/http/app.js';
 import { accountRoutes } from '../../src/client/account/index.js';
 import type { AccountService } from '../../src/users/accounts.js';
+import { HttpClient, type HttpReply } from '../support/http-client.js';
 
-/** Replies are read as untyped JSON: the tests assert on their shape. */
-export interface Reply {
-  readonly status: number;
-  readonly body: Record<string, any>;
-}
+export type Reply = HttpReply;
 
 export interface CallOptions {
   readonly token?: string;
@@ -25,20 +22,10 @@ export interface AccountServer {
 export async function startAccountServer(accounts: AccountService): Promise<AccountServer> {
   const app = buildHttpApp(accountRoutes({ accounts }), { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const http = new HttpClient(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, { prefix: '/_chat/client/v3' });
   return {
-    async call(method, path, options = {}) {
-      const headers: Record<string, string> = {};
-      if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-      if (options.body !== undefined) headers['content-type'] = 'application/json';
-      const url = path.startsWith('/_') ? base + path : `${base}${options.prefix ?? '/_chat/client/v3'}${path}`;
-      const res = await fetch(url, {
-        method,
-        headers,
-        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-      });
-      return { status: res.status, body: (await res.json()) as Record<string, any> };
-    },
+    call: (method, path, options = {}) =>
+      http.request(method, path, options.body, { token: options.token, prefix: options.prefix }),
     close: () => app.close(),
   };
 }

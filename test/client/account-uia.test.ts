@@ -6,14 +6,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serverBackends, useTestServer, type TestServer } from '../support/server.js';
+import { HttpClient } from '../support/http-client.js';
 import type { Reply } from '../sync/sync-client.js';
 
-async function call(hs: TestServer, method: string, path: string, body?: unknown, token?: string): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${hs.baseUrl}/_matrix/client/v3${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  return { status: res.status, body: await res.json() };
+function call(hs: TestServer, method: string, path: string, body?: unknown, token?: string): Promise<Reply> {
+  return new HttpClient(hs.baseUrl).request(method, path, body, token !== undefined ? { token } : {});
 }
 
 function expectError(r: Reply, status: number, errcode: string): void {

@@ -5,6 +5,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, clients } from '../sync/sync-client.js';
 import { CrossSigning, Ed25519Key, crossSigningKey, deviceKeys, passwordAuth, type Signed } from './e2ee-keys.js';
@@ -104,7 +105,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual([r.status, r.body.errcode], [403, 'M_FORBIDDEN']);
 
       // Guests have no cross-signing; without a token nothing.
-      const anon = await fetch(`${hs.baseUrl}/_matrix/client/v3${UPLOAD}`, { method: 'POST', body: '{}' });
+      const anon = await new HttpClient(hs.baseUrl).post(UPLOAD, {});
       assert.equal(anon.status, 401);
     });
 

@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, type Client } from '../sync/sync-client.js';
 
@@ -233,7 +234,7 @@ for (const { backend, skip } of await serverBackends()) {
       }
       assert.deepEqual(await alice.ok('GET', `/room_keys/keys?version=${version}`), { rooms: {} }, 'nothing was stored');
 
-      const anon = await fetch(`${hs.baseUrl}/_matrix/client/v3/room_keys/version`);
+      const anon = await new HttpClient(hs.baseUrl).get('/room_keys/version');
       assert.equal(anon.status, 401);
     });
 

@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, clients } from '../sync/sync-client.js';
 
@@ -127,7 +128,7 @@ for (const { backend, skip } of await serverBackends()) {
         assert.equal(r.status, status, `${method} ${path} ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
         assert.equal(r.body.errcode, errcode, `${method} ${path} ${JSON.stringify(body)}`);
       }
-      const anon = await fetch(`${hs.baseUrl}/_matrix/client/v3/keys/query`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      const anon = await new HttpClient(hs.baseUrl).post('/keys/query', {});
       assert.equal(anon.status, 401);
     });
 

@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, type Reply } from '../sync/sync-client.js';
 
@@ -20,8 +21,8 @@ for (const { backend, skip } of await serverBackends()) {
     const hs = useTestServer({ backend });
     const user = clients(hs);
     const anonymous = async (path: string): Promise<Reply> => {
-      const res = await fetch(`${hs.baseUrl}/_matrix/client/v3${path}`);
-      return { status: res.status, body: await res.json() };
+      const { status, body } = await new HttpClient(hs.baseUrl).get(path);
+      return { status, body };
     };
 
     test('a field not set is 200 {}; an unknown user 404; a malformed user id 400', async () => {

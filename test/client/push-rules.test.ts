@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, type Reply } from '../sync/sync-client.js';
 
@@ -38,7 +39,7 @@ for (const { backend, skip } of await serverBackends()) {
         conditions: [{ kind: 'event_match', key: 'type', pattern: 'm.room.message' }],
         actions: ['notify'],
       });
-      const anonymous = await fetch(`${hs.baseUrl}/_matrix/client/v3/pushrules/`);
+      const anonymous = await new HttpClient(hs.baseUrl).get('/pushrules/');
       assert.equal(anonymous.status, 401);
     });
 
@@ -149,13 +150,9 @@ for (const { backend, skip } of await serverBackends()) {
       expectError(await alice.call('PUT', `${RULES}/override/x`, { actions: [], conditions: [{ key: 'type', pattern: 'x' }] }), 400, 'M_BAD_JSON');
       expectError(await alice.call('PUT', `${RULES}/override/x`, { actions: [], conditions: 'type' }), 400, 'M_BAD_JSON');
       expectError(await alice.call('PUT', `${RULES}/content/x`, { actions: [] }), 400, 'M_MISSING_PARAM');
-      const malformed = await fetch(`${hs.baseUrl}/_matrix/client/v3${RULES}/override/x`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${alice.user.accessToken}`, 'content-type': 'application/json' },
-        body: '{"actions": [',
-      });
+      const malformed = await alice.http.put(`${RULES}/override/x`, undefined, { raw: '{"actions": [' });
       assert.equal(malformed.status, 400);
-      assert.equal(((await malformed.json()) as any).errcode, 'M_NOT_JSON');
+      assert.equal(malformed.body.errcode, 'M_NOT_JSON');
       // before/after must name a user rule of the same kind (the specification's 400 M_UNKNOWN).
       expectError(await alice.call('PUT', `${RULES}/override/x?before=missing`, ok), 400, 'M_UNKNOWN');
       expectError(await alice.call('PUT', `${RULES}/override/x?after=.m.rule.master`, ok), 400, 'M_UNKNOWN');
@@ -310,14 +307,7 @@ for (const { backend, skip } of await serverBackends()) {
     test('enabled and actions bodies of the wrong shape are 400; the rule is unchanged', async () => {
       const alice = await user('alice');
       await alice.ok('PUT', `${RULES}/content/tea`, { pattern: 'tea', actions: ['notify'] });
-      const raw = async (attribute: string, body: string) => {
-        const res = await fetch(`${hs.baseUrl}/_matrix/client/v3${RULES}/content/tea/${attribute}`, {
-          method: 'PUT',
-          headers: { authorization: `Bearer ${alice.user.accessToken}`, 'content-type': 'application/json' },
-          body,
-        });
-        return { status: res.status, body: (await res.json()) as any };
-      };
+      const raw = (attribute: string, body: string) => alice.http.put(`${RULES}/content/tea/${attribute}`, undefined, { raw: body });
       const enabledCases: [string, number, string][] = [
         ['"false"', 400, 'M_BAD_JSON'],
         ['{"enabled": "false"}', 400, 'M_BAD_JSON'],

@@ -1,5 +1,5 @@
 // A server with the account and room routes over a real socket, real accounts (AccountService,
-// bcrypt cost 4) and a small client for it.
+// bcrypt cost 4), called through the shared HttpClient.
 
 import type { AddressInfo } from 'node:net';
 import type { Kysely } from 'kysely';
@@ -14,14 +14,11 @@ import type { Schema } from '../../src/storage/schema.js';
 import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { AccountService } from '../../src/users/accounts.js';
 import type { TestDatabase } from '../support/databases.js';
+import { HttpClient, type HttpReply } from '../support/http-client.js';
 
 export const SERVER = 'hs.test';
 
-/** Replies are read as untyped JSON: the tests assert on their shape. */
-export interface Reply {
-  readonly status: number;
-  readonly body: any;
-}
+export type Reply = HttpReply;
 
 export interface CallOptions {
   readonly token?: string;
@@ -54,19 +51,13 @@ export async function startRoomsServer(target: TestDatabase): Promise<RoomsServe
   const rooms = new RoomService({ db: database.db, dialect: database.dialect, serverName: SERVER, signingKey: generateSigningKey(), notifier: new InProcessBus() });
   const app = buildHttpApp([...accountRoutes({ accounts }), ...roomRoutes({ rooms })], { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const call: RoomsServer['call'] = async (method, path, options = {}) => {
-    const headers: Record<string, string> = {};
-    if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-    let body: string | undefined;
-    if (options.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-    }
-    const url = path.startsWith('/_') ? base + path : `${base}${options.prefix ?? '/_matrix/client/v3'}${path}`;
-    const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
-    return { status: res.status, body: await res.json() };
-  };
+  const http = new HttpClient(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+  const call: RoomsServer['call'] = (method, path, options = {}) =>
+    http.request(method, path, typeof options.body === 'string' ? undefined : options.body, {
+      token: options.token,
+      raw: typeof options.body === 'string' ? options.body : undefined,
+      prefix: options.prefix,
+    });
   return {
     rooms,
     accounts,

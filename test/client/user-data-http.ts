@@ -20,14 +20,12 @@ import { ToDeviceService } from '../../src/users/to-device.js';
 import { TypingService } from '../../src/users/typing.js';
 import { UserDirectoryService } from '../../src/users/user-directory.js';
 import type { TestDatabase } from '../support/databases.js';
+import { HttpClient, enc, type HttpReply } from '../support/http-client.js';
 import { FakeRooms } from '../users/user-data-support.js';
 
 export const SERVER = 'hs.test';
 
-export interface Reply {
-  readonly status: number;
-  readonly body: Record<string, any>;
-}
+export type Reply = HttpReply;
 
 export interface CallOptions {
   readonly token?: string;
@@ -93,7 +91,7 @@ export async function startUserDataServer(create: () => Promise<TestDatabase>): 
   };
   const app = buildHttpApp(userDataRoutes(services), { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const http = new HttpClient(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, { prefix: '/_chat/client/v3' });
 
   const login = async (localpart: string): Promise<TestUser> => {
     const r = await accounts.login({ type: 'm.login.password', identifier: { identifier: { type: 'm.id.user', user: localpart } }, password: 'correct horse' });
@@ -107,15 +105,8 @@ export async function startUserDataServer(create: () => Promise<TestDatabase>): 
     services,
     accounts,
     profileChanges,
-    async call(method, path, options = {}) {
-      const headers: Record<string, string> = {};
-      if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-      const payload = options.raw ?? (options.body !== undefined ? JSON.stringify(options.body) : undefined);
-      if (payload !== undefined) headers['content-type'] = 'application/json';
-      const url = path.startsWith('/_') ? base + path : `${base}${options.prefix ?? '/_chat/client/v3'}${path}`;
-      const res = await fetch(url, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
-      return { status: res.status, body: (await res.json()) as Record<string, any> };
-    },
+    call: (method, path, options = {}) =>
+      http.request(method, path, options.body, { token: options.token, raw: options.raw, prefix: options.prefix }),
     async user(localpart) {
       if (!(await accounts.userExists(`@${localpart}:${SERVER}`))) {
         await accounts.registerUser({ localpart, password: 'correct horse', admin: false });
@@ -140,5 +131,4 @@ export async function startUserDataServer(create: () => Promise<TestDatabase>): 
   };
 }
 
-/** Percent-encodes an id for a path segment. */
-export const enc = encodeURIComponent;
+export { enc };

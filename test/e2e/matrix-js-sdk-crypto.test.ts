@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import * as sdk from 'matrix-js-sdk';
 import type { GeneratedSecretStorageKey } from 'matrix-js-sdk/lib/crypto-api/index.js';
 import * as RustCrypto from '@matrix-org/matrix-sdk-crypto-wasm';
+import { HttpClient, type HttpReply } from '../support/http-client.js';
 import { serverBackends, startTestServer, type TestServer } from '../support/server.js';
 import { type SdkClient, loginClient, startAndPrepare, waitUntil } from './support/sdk.js';
 
@@ -49,9 +50,8 @@ for (const { backend, skip } of await serverBackends()) {
       return c;
     }
 
-    async function serverGet(path: string, token: string): Promise<any> {
-      const res = await fetch(`${hs.baseUrl}/_matrix/client/v3${path}`, { headers: { authorization: `Bearer ${token}` } });
-      return { status: res.status, body: await res.json() };
+    function serverGet(path: string, token: string): Promise<HttpReply> {
+      return new HttpClient(hs.baseUrl, { token }).get(path);
     }
 
     before(async () => {
@@ -102,11 +102,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(backup.body.algorithm, 'm.megolm_backup.v1.curve25519-aes-sha2');
       const master = await crypto.getCrossSigningKeyId();
       assert.ok(master);
-      const own = await fetch(`${hs.baseUrl}/_matrix/client/v3/keys/query`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}` },
-        body: JSON.stringify({ device_keys: { [first.userId]: [] } }),
-      }).then((r) => r.json() as Promise<any>);
+      const own = (await new HttpClient(hs.baseUrl, { token }).post('/keys/query', { device_keys: { [first.userId]: [] } })).body;
       assert.deepEqual(Object.keys(own.master_keys[first.userId].keys), [`ed25519:${master}`]);
       assert.ok(own.self_signing_keys[first.userId]);
       assert.ok(own.user_signing_keys[first.userId]);

@@ -130,7 +130,7 @@ for (const { backend, skip } of await serverBackends()) {
 
     test('the server refused nothing: its log has no 429 (and does log what it refuses)', async () => {
       // A refusal of our own, to show that refusals reach the log at all.
-      assert.equal((await fetch(`${hs.baseUrl}/_matrix/client/v3/no-such-endpoint`)).status, 404);
+      assert.equal((await request(hs.baseUrl, 'GET', '/_matrix/client/v3/no-such-endpoint')).status, 404);
       let lines: LogLine[] = [];
       await eventually(() => (lines = readLog(logDir)).some((l) => l.statusCode === 404), 'the probe in the log');
       assert.ok(lines.some((l) => l.statusCode === 404 && l.url === '/_matrix/client/v3/no-such-endpoint'), 'the probe was logged');

@@ -3,6 +3,7 @@
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, type TestUser, useTestServer } from '../support/server.js';
 
 for (const { backend, skip } of await serverBackends()) {
@@ -12,35 +13,30 @@ for (const { backend, skip } of await serverBackends()) {
     let bob: TestUser;
     let roomId: string;
     const api = (user: TestUser, method: string, path: string, body?: unknown) =>
-      fetch(`${hs.baseUrl}/_matrix/client/v3${path}`, {
-        method,
-        headers: { ...hs.auth(user), 'content-type': 'application/json' },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-    const json = async (res: Response) => (await res.json()) as Record<string, any>;
+      new HttpClient(hs.baseUrl, { token: user.accessToken }).request(method, path, body);
 
     before(async () => {
       alice = await hs.registerUser('alice', 'pw-alice');
       bob = await hs.registerUser('bob', 'pw-bob');
       const res = await api(alice, 'POST', '/createRoom', { preset: 'private_chat', invite: [bob.userId], name: 'Wired' });
-      roomId = (await json(res)).room_id;
+      roomId = res.body.room_id;
       assert.equal((await api(bob, 'POST', `/join/${encodeURIComponent(roomId)}`, {})).status, 200);
     });
 
     test('a new account has a profile whose display name is its localpart', async () => {
       const res = await api(alice, 'GET', `/profile/${encodeURIComponent(bob.userId)}`);
       assert.equal(res.status, 200);
-      assert.equal((await json(res)).displayname, 'bob');
+      assert.equal(res.body.displayname, 'bob');
     });
 
     test('a display name change rewrites the member event in joined rooms', async () => {
       assert.equal((await api(bob, 'PUT', `/profile/${encodeURIComponent(bob.userId)}/displayname`, { displayname: 'Bobby' })).status, 200);
       const res = await api(alice, 'GET', `/rooms/${encodeURIComponent(roomId)}/state/m.room.member/${encodeURIComponent(bob.userId)}`);
-      assert.deepEqual(await json(res), { membership: 'join', displayname: 'Bobby' });
+      assert.deepEqual(res.body, { membership: 'join', displayname: 'Bobby' });
     });
 
     test('receipts and typing check membership against the room server', async () => {
-      const sent = await json(await api(alice, 'PUT', `/rooms/${encodeURIComponent(roomId)}/send/m.room.message/t1`, { msgtype: 'm.text', body: 'hi' }));
+      const sent = (await api(alice, 'PUT', `/rooms/${encodeURIComponent(roomId)}/send/m.room.message/t1`, { msgtype: 'm.text', body: 'hi' })).body;
       let res = await api(bob, 'POST', `/rooms/${encodeURIComponent(roomId)}/receipt/m.read/${encodeURIComponent(sent.event_id)}`, {});
       assert.equal(res.status, 200);
       res = await api(bob, 'POST', `/rooms/${encodeURIComponent(roomId)}/receipt/m.read/${encodeURIComponent('$nope')}`, {});
@@ -57,11 +53,11 @@ for (const { backend, skip } of await serverBackends()) {
       await api(alice, 'POST', `/rooms/${encodeURIComponent(roomId)}/invite`, { user_id: dave.userId });
       assert.equal((await api(dave, 'POST', `/rooms/${encodeURIComponent(roomId)}/join`, {})).status, 200);
       let res = await api(dave, 'POST', '/account/deactivate', {});
-      const session = (await json(res)).session;
+      const session = res.body.session;
       res = await api(dave, 'POST', '/account/deactivate', { auth: { type: 'm.login.password', session, identifier: { type: 'm.id.user', user: 'dave' }, password: 'pw-dave' } });
       assert.equal(res.status, 200);
       res = await api(alice, 'GET', `/rooms/${encodeURIComponent(roomId)}/joined_members`);
-      assert.deepEqual(Object.keys((await json(res)).joined).sort(), [alice.userId, bob.userId].sort());
+      assert.deepEqual(Object.keys(res.body.joined).sort(), [alice.userId, bob.userId].sort());
     });
   });
 }

@@ -10,6 +10,7 @@ import { loggableUrl } from '../../src/http/request-log.js';
 import type { RouteDef } from '../../src/http/route.js';
 import { HearthError } from '../../src/protocol/errors.js';
 import { eventually } from '../support/eventually.js';
+import { HttpClient } from '../support/http-client.js';
 
 const routes: RouteDef[] = [
   { method: 'GET', api: 'client', auth: 'none', versions: ['v3'], path: '/fine', handler: () => ({ body: { ok: true } }) },
@@ -66,6 +67,7 @@ function loggingApp(level: 'info' | 'debug') {
   return {
     lines,
     base: () => base,
+    http: () => new HttpClient(base),
     start: async () => {
       await app.listen({ host: '127.0.0.1', port: 0 });
       base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -84,19 +86,19 @@ describe('at info', () => {
 
   test('a successful request writes no line', async () => {
     app.lines.length = 0;
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/fine`)).status, 200);
+    assert.equal((await app.http().get('/_matrix/client/v3/fine')).status, 200);
     // A refused request after it is logged; had the success written a line, it would come first.
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/denied`)).status, 403);
+    assert.equal((await app.http().get('/_matrix/client/v3/denied')).status, 403);
     await logged(app, 1);
     assert.deepEqual(app.lines.map((l) => l['statusCode']), [403]);
   });
 
   test('each 4xx is one line at info: method, URL, status, errcode, message and the client address', async () => {
     app.lines.length = 0;
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/denied?x=1`)).status, 403);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/nowhere`, { method: 'PUT' })).status, 404);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/fine`, { method: 'DELETE' })).status, 405);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/uia`, { method: 'POST' })).status, 401);
+    assert.equal((await app.http().get('/_matrix/client/v3/denied?x=1')).status, 403);
+    assert.equal((await app.http().put('/_matrix/client/v3/nowhere')).status, 404);
+    assert.equal((await app.http().del('/_matrix/client/v3/fine')).status, 405);
+    assert.equal((await app.http().post('/_matrix/client/v3/uia')).status, 401);
     await logged(app, 4);
     const pick = (l: LogLine) => ({ level: l.level, msg: l.msg, method: l['method'], url: l['url'], statusCode: l['statusCode'], errcode: l['errcode'], error: l['error'], client: l['client'] });
     assert.deepEqual(app.lines.map(pick), [
@@ -110,9 +112,9 @@ describe('at info', () => {
 
   test('a refusal after the token is read names the user; credentials in the URL never reach the log', async () => {
     app.lines.length = 0;
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/mine?access_token=alice-token&a=b`)).status, 404);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/mine?access_token=sekrit`)).status, 401);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/nowhere?token=sekrit&client_secret=sekrit&refresh_token=sekrit`)).status, 404);
+    assert.equal((await app.http().get('/_matrix/client/v3/mine?access_token=alice-token&a=b')).status, 404);
+    assert.equal((await app.http().get('/_matrix/client/v3/mine?access_token=sekrit')).status, 401);
+    assert.equal((await app.http().get('/_matrix/client/v3/nowhere?token=sekrit&client_secret=sekrit&refresh_token=sekrit')).status, 404);
     await logged(app, 3);
     assert.equal(app.lines.length, 3, JSON.stringify(app.lines));
     const [mine, unknown, nowhere] = app.lines as [LogLine, LogLine, LogLine];
@@ -124,9 +126,9 @@ describe('at info', () => {
 
   test('a failing request is one line at error with its error', async () => {
     app.lines.length = 0;
-    const res = await fetch(`${app.base()}/_matrix/client/v3/crash`);
+    const res = await app.http().get('/_matrix/client/v3/crash');
     assert.equal(res.status, 500);
-    assert.deepEqual(await res.json(), { errcode: 'M_UNKNOWN', error: 'Internal server error' });
+    assert.deepEqual(res.body, { errcode: 'M_UNKNOWN', error: 'Internal server error' });
     await logged(app, 1);
     assert.equal(app.lines.length, 1, JSON.stringify(app.lines));
     const [line] = app.lines as [LogLine];
@@ -160,7 +162,7 @@ describe('at debug', () => {
 
   test('each request is logged when it arrives and when it is answered, tokens masked', async () => {
     app.lines.length = 0;
-    const res = await fetch(`${app.base()}/_matrix/client/v3/fine?access_token=sekrit&x=1`);
+    const res = await app.http().get('/_matrix/client/v3/fine?access_token=sekrit&x=1');
     assert.equal(res.status, 200);
     await logged(app, 2);
     const incoming = app.lines.find((l) => l.msg === 'incoming request');
@@ -179,8 +181,8 @@ describe('at debug', () => {
 
   test('a failing request is answered by its error line alone', async () => {
     app.lines.length = 0;
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/crash`)).status, 500);
-    assert.equal((await fetch(`${app.base()}/_matrix/client/v3/denied`)).status, 403);
+    assert.equal((await app.http().get('/_matrix/client/v3/crash')).status, 500);
+    assert.equal((await app.http().get('/_matrix/client/v3/denied')).status, 403);
     await logged(app, 4);
     assert.deepEqual(
       app.lines.map((l) => [l.level, l.msg, l['statusCode']]),

@@ -5,25 +5,27 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually } from '../support/eventually.js';
+import { HttpClient, type HttpReply } from '../support/http-client.js';
 import { serverBackends, useTestServer, type TestServer, type TestUser } from '../support/server.js';
 
 /** A login that fails (no such user): it counts against the address only. */
-function badLogin(hs: TestServer, n: number, forwardedFor?: string): Promise<Response> {
-  return fetch(`${hs.baseUrl}/_matrix/client/v3/login`, {
-    method: 'POST',
-    headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
-    body: JSON.stringify({ type: 'm.login.password', identifier: { type: 'm.id.user', user: `nobody-${n}` }, password: 'x' }),
-  });
+function badLogin(hs: TestServer, n: number, forwardedFor?: string): Promise<HttpReply> {
+  return new HttpClient(hs.baseUrl).post(
+    '/login',
+    { type: 'm.login.password', identifier: { type: 'm.id.user', user: `nobody-${n}` }, password: 'x' },
+    { headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } },
+  );
 }
 
 /** The address the server recorded for the user's device, once its last-seen write has landed. */
 async function lastSeenIp(hs: TestServer, user: TestUser, forwardedFor?: string): Promise<string | undefined> {
-  const headers = { ...hs.auth(user), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) };
+  const http = new HttpClient(hs.baseUrl, { token: user.accessToken });
+  const headers: Record<string, string> = forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor };
   let seen: string | undefined;
   await eventually(async () => {
-    const res = await fetch(`${hs.baseUrl}/_matrix/client/v3/devices/${user.deviceId}`, { headers });
+    const res = await http.get(`/devices/${user.deviceId}`, { headers });
     assert.equal(res.status, 200);
-    seen = ((await res.json()) as { last_seen_ip?: string }).last_seen_ip;
+    seen = (res.body as { last_seen_ip?: string }).last_seen_ip;
     return seen !== undefined;
   }, 'a last-seen address for the device');
   return seen;

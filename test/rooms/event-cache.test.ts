@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventCache } from '../../src/rooms/event-cache.js';
 import type { StoredEvent } from '../../src/rooms/stored-event.js';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 
 const event = (nid: number, size = 100) => ({ nid, eventId: `$e${nid}`, size }) as StoredEvent;
@@ -59,9 +60,9 @@ for (const { backend, skip } of await serverBackends()) {
       for (let i = 0; i < 40; i++) {
         await rooms.sendMessage({ userId: alice.userId, deviceId: alice.deviceId }, roomId, 'm.room.message', { msgtype: 'm.text', body: `${i} ${padding}` });
       }
-      const res = await fetch(`${hs.baseUrl}/_chat/client/v3/rooms/${encodeURIComponent(roomId)}/messages?dir=b&limit=100`, { headers: hs.auth(alice) });
+      const res = await new HttpClient(hs.baseUrl, { token: alice.accessToken }).get(`/_chat/client/v3/rooms/${encodeURIComponent(roomId)}/messages?dir=b&limit=100`);
       assert.equal(res.status, 200);
-      const bodies = ((await res.json()) as { chunk: { type: string; content: { body?: string } }[] }).chunk
+      const bodies = (res.body as { chunk: { type: string; content: { body?: string } }[] }).chunk
         .filter((e) => e.type === 'm.room.message')
         .map((e) => Number(e.content.body!.split(' ')[0]));
       assert.deepEqual(bodies, [...Array(40).keys()].reverse());

@@ -4,6 +4,7 @@
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { Client, clients, enc, timelineOf } from '../sync/sync-client.js';
 
@@ -16,12 +17,8 @@ for (const { backend, skip } of await serverBackends()) {
     });
 
     async function guest(): Promise<Client> {
-      const r = await fetch(`${hs.baseUrl}/_matrix/client/v3/register?kind=guest`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      });
-      const body: any = await r.json();
+      const r = await new HttpClient(hs.baseUrl).post('/register', {}, { query: { kind: 'guest' } });
+      const body = r.body;
       assert.equal(r.status, 200, JSON.stringify(body));
       return new Client(hs, { userId: body.user_id, accessToken: body.access_token, deviceId: body.device_id });
     }

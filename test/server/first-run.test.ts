@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { type RunningServe, type ServeIo, parseServeArgs, startServe } from '../../src/server/serve.js';
+import { HttpClient, type HttpReply } from '../support/http-client.js';
 import { FIRST_ACCOUNT_TOKEN, PROCESS_WAIT_MS } from './processes.js';
 
 let dir: string;
@@ -39,17 +40,16 @@ async function serve(folder: string): Promise<{ running: RunningServe; out: stri
 }
 
 
-async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+function post(baseUrl: string, path: string, body: unknown): Promise<HttpReply> {
+  return new HttpClient(baseUrl).post(path, body);
 }
 
 /** Registers through the client API with a registration token (user-interactive auth). */
 async function registerWithToken(baseUrl: string, username: string, token: string) {
-  const url = `${baseUrl}/_chat/client/v3/register`;
-  const first = await post(url, { username, password: 'first password' });
+  const path = '/_chat/client/v3/register';
+  const first = await post(baseUrl, path, { username, password: 'first password' });
   if (first.status !== 401) return first;
-  return post(url, {
+  return post(baseUrl, path, {
     username,
     password: 'first password',
     auth: { type: 'm.login.registration_token', token, session: first.body['session'] },
@@ -66,7 +66,7 @@ describe('the first start of a server without accounts', () => {
       assert.match(out, /cli\.ts register --config \S*hearth\.yaml --username NAME --admin$/m);
 
       // Open registration is off: without the token, nobody registers.
-      const refused = await post(`${baseUrl}/_chat/client/v3/register`, { username: 'mallory', password: 'x', auth: { type: 'm.login.dummy' } });
+      const refused = await post(baseUrl, '/_chat/client/v3/register', { username: 'mallory', password: 'x', auth: { type: 'm.login.dummy' } });
       assert.ok(refused.status === 401 || refused.status === 403, JSON.stringify(refused));
       assert.equal(refused.body['access_token'], undefined);
 
@@ -110,7 +110,7 @@ describe('the first start of a server without accounts', () => {
       });
       assert.equal(run.status, 0, `${line}\n${run.stdout}\n${run.stderr}`);
       assert.equal(run.stdout, 'Created admin account @pasted:first.test\n');
-      const login = await post(`${baseUrl}/_chat/client/v3/login`, {
+      const login = await post(baseUrl, '/_chat/client/v3/login', {
         type: 'm.login.password',
         identifier: { type: 'm.id.user', user: 'pasted' },
         password: 'pasted password',

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import pg from 'pg';
+import { HttpClient } from '../support/http-client.js';
 import { mergeConfig, serverBackends, startTestServer } from '../support/server.js';
 
 const ADMIN_URL = process.env['HEARTH_TEST_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -37,9 +38,9 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(alice.userId, '@alice:localhost');
       assert.notEqual(alice.accessToken, root.accessToken);
       for (const user of [alice, root]) {
-        const res = await fetch(`${hs.baseUrl}/_matrix/client/v3/account/whoami`, { headers: hs.auth(user) });
+        const res = await new HttpClient(hs.baseUrl).get('/account/whoami', { headers: hs.auth(user) });
         assert.equal(res.status, 200);
-        const body = (await res.json()) as { user_id: string; device_id: string };
+        const body = res.body as { user_id: string; device_id: string };
         assert.equal(body.user_id, user.userId);
         assert.equal(body.device_id, user.deviceId);
       }
@@ -48,17 +49,14 @@ for (const { backend, skip } of await serverBackends()) {
       await assert.rejects(hs.registerUser('alice', 'again'), /taken/);
 
       // Test servers have open registration.
-      const reg = await fetch(`${hs.baseUrl}/_chat/client/v3/register`, {
-        method: 'POST',
-        body: JSON.stringify({ username: 'bob', password: 'pw', auth: { type: 'm.login.dummy' } }),
-      });
+      const reg = await new HttpClient(hs.baseUrl).post('/_chat/client/v3/register', { username: 'bob', password: 'pw', auth: { type: 'm.login.dummy' } });
       assert.equal(reg.status, 200);
 
       const databaseName = new URL(hs.config.global.database.connection_string).pathname.slice(1);
       await hs.close();
       await hs.close();
       assert.equal(existsSync(hs.dataDir), false);
-      await assert.rejects(fetch(`${hs.baseUrl}/health`));
+      await assert.rejects(new HttpClient(hs.baseUrl).get('/health'));
       if (backend === 'postgres') assert.equal(await postgresDatabaseExists(databaseName), false);
     });
 
@@ -67,10 +65,7 @@ for (const { backend, skip } of await serverBackends()) {
       try {
         assert.equal(hs.config.client_api.registration_disabled, true);
         assert.equal(hs.config.user_api.bcrypt_cost, 4);
-        const reg = await fetch(`${hs.baseUrl}/_chat/client/v3/register`, {
-          method: 'POST',
-          body: JSON.stringify({ username: 'bob', password: 'pw', auth: { type: 'm.login.dummy' } }),
-        });
+        const reg = await new HttpClient(hs.baseUrl).post('/_chat/client/v3/register', { username: 'bob', password: 'pw', auth: { type: 'm.login.dummy' } });
         assert.equal(reg.status, 403);
       } finally {
         await hs.close();

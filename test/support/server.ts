@@ -4,7 +4,7 @@
 //
 //   const hs = await startTestServer({ backend: 'sqlite' });
 //   const alice = await hs.registerUser('alice', 'secret');
-//   await fetch(`${hs.baseUrl}/_chat/client/v3/account/whoami`, { headers: hs.auth(alice) });
+//   await new HttpClient(hs.baseUrl, { token: alice.accessToken }).get('/account/whoami');  // http-client.ts
 //   await hs.close();
 //
 // Test servers differ from the shipped defaults in a few ways, so that tests are fast and can do

@@ -26,13 +26,9 @@ for (const { backend, skip } of await serverBackends()) {
 
     /** Another device of the same account, logged in with the password every test account has. */
     async function secondDevice(c: Client): Promise<Client> {
-      const res = await fetch(`${hs.baseUrl}/_matrix/client/v3/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'm.login.password', identifier: { type: 'm.id.user', user: c.userId }, password: 'secret' }),
-      });
+      const res = await c.http.post('/login', { type: 'm.login.password', identifier: { type: 'm.id.user', user: c.userId }, password: 'secret' }, { token: null });
       assert.equal(res.status, 200);
-      const body = (await res.json()) as { user_id: string; access_token: string; device_id: string };
+      const body = res.body as { user_id: string; access_token: string; device_id: string };
       assert.notEqual(body.device_id, c.user.deviceId);
       return new Client(hs, { userId: body.user_id, accessToken: body.access_token, deviceId: body.device_id });
     }

@@ -1,37 +1,29 @@
 // A small client for the sync tests: calls a running test server over HTTP as a user.
 
 import assert from 'node:assert/strict';
+import { HttpClient, enc, type HttpReply } from '../support/http-client.js';
 import type { TestServer, TestUser } from '../support/server.js';
 
-/** Replies are read as untyped JSON: the tests assert on their shape. */
-export interface Reply {
-  readonly status: number;
-  readonly body: any;
-}
-
-export const enc = encodeURIComponent;
+/** What the tests read of a reply (a full HttpReply also carries headers and text). */
+export type Reply = Pick<HttpReply, 'status' | 'body'>;
+export { enc };
 
 export class Client {
+  readonly http: HttpClient;
+
   constructor(
     readonly hs: TestServer,
     readonly user: TestUser,
-  ) {}
+  ) {
+    this.http = new HttpClient(hs.baseUrl, { token: user.accessToken });
+  }
 
   get userId(): string {
     return this.user.userId;
   }
 
-  async call(method: string, path: string, body?: unknown, init: { signal?: AbortSignal } = {}): Promise<Reply> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.user.accessToken}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const url = path.startsWith('/_') ? this.hs.baseUrl + path : `${this.hs.baseUrl}/_matrix/client/v3${path}`;
-    const res = await fetch(url, {
-      method,
-      headers,
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      ...(init.signal !== undefined ? { signal: init.signal } : {}),
-    });
-    return { status: res.status, body: await res.json() };
+  call(method: string, path: string, body?: unknown, init: { signal?: AbortSignal } = {}): Promise<HttpReply> {
+    return this.http.request(method, path, body, init);
   }
 
   /** A call that must succeed; returns its body. */
@@ -48,11 +40,8 @@ export class Client {
     return r.body;
   }
 
-  async syncRaw(params: Record<string, string | number | boolean | object> = {}, init: { signal?: AbortSignal } = {}): Promise<Reply> {
-    const query = new URLSearchParams();
-    for (const [k, v] of Object.entries(params)) query.set(k, typeof v === 'object' ? JSON.stringify(v) : String(v));
-    const qs = query.toString();
-    return this.call('GET', `/sync${qs === '' ? '' : `?${qs}`}`, undefined, init);
+  syncRaw(params: Record<string, string | number | boolean | object> = {}, init: { signal?: AbortSignal } = {}): Promise<HttpReply> {
+    return this.http.get('/sync', { query: params, ...init });
   }
 
   async createRoom(body: object = {}): Promise<string> {

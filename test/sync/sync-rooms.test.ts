@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, timelineOf, typesOf } from './sync-client.js';
 
@@ -310,7 +311,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal((await alice.syncRaw({ timeout: 'soon' })).body.errcode, 'M_INVALID_PARAM');
       assert.equal((await alice.syncRaw({ set_presence: 'busy' })).body.errcode, 'M_INVALID_PARAM');
       assert.equal((await alice.syncRaw({ full_state: 'yes' })).body.errcode, 'M_INVALID_PARAM');
-      const noToken = await fetch(`${hs.baseUrl}/_matrix/client/v3/sync`);
+      const noToken = await new HttpClient(hs.baseUrl).get('/sync');
       assert.equal(noToken.status, 401);
     });
 

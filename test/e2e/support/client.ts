@@ -4,50 +4,32 @@
 
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
+import { HttpClient, enc, type HttpReply, type RequestOptions } from '../../support/http-client.js';
 
-/** Replies are read as untyped JSON: the tests assert on their shape. */
-export interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: any;
-}
-
-export const enc = encodeURIComponent;
+export type Reply = HttpReply;
+export { enc };
 
 export interface CallOptions {
   /** Sent as is instead of JSON-encoding `body`. */
-  readonly rawBody?: string | Uint8Array;
+  readonly rawBody?: string | Uint8Array | ReadableStream<Uint8Array>;
   readonly headers?: Record<string, string>;
   readonly signal?: AbortSignal;
   /** Override the client's token; null sends none. */
   readonly token?: string | null;
 }
 
+function requestOptions(options: CallOptions): RequestOptions {
+  return { raw: options.rawBody, headers: options.headers, signal: options.signal, token: options.token };
+}
+
 /** Sends a request to `baseUrl + path` and reads the JSON reply (or none). */
-export async function request(baseUrl: string, method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.token !== undefined && options.token !== null) headers['authorization'] = `Bearer ${options.token}`;
-  let payload: string | Uint8Array | undefined;
-  if (options.rawBody !== undefined) payload = options.rawBody;
-  else if (body !== undefined) payload = JSON.stringify(body);
-  if (payload !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(baseUrl + path, {
-    method,
-    headers,
-    ...(payload !== undefined ? { body: payload } : {}),
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  return { status: res.status, headers: res.headers, body: parsed };
+export function request(baseUrl: string, method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Reply> {
+  return new HttpClient(baseUrl, { prefix: '' }).request(method, path, body, requestOptions(options));
 }
 
 export class ApiClient {
+  readonly http: HttpClient;
+
   constructor(
     readonly baseUrl: string,
     /** e.g. `/_matrix/client/v3` */
@@ -55,15 +37,17 @@ export class ApiClient {
     readonly userId: string,
     readonly accessToken: string,
     readonly deviceId: string,
-  ) {}
+  ) {
+    this.http = new HttpClient(baseUrl, { prefix, token: accessToken });
+  }
 
   /** A path starting with `/_` is taken as is; any other goes under the client's prefix. */
   url(path: string): string {
-    return path.startsWith('/_') || path.startsWith('/.well-known') ? path : this.prefix + path;
+    return this.http.path(path);
   }
 
   call(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Reply> {
-    return request(this.baseUrl, method, this.url(path), body, { token: this.accessToken, ...options });
+    return this.http.request(method, path, body, requestOptions(options));
   }
 
   /** A call that must answer 200; returns its body. */
