@@ -8,7 +8,7 @@ import { stateKey, type RoomEvent, type StateKey } from '../../src/protocol/even
 import { checkContentHash, computeEventId, hashAndSignEventWithId, referenceHash, type PduDraft } from '../../src/protocol/hashes.js';
 import { roomVersions, type RoomVersion } from '../../src/protocol/room-versions.js';
 import { generateSigningKey, verifyJsonSignature } from '../../src/protocol/signing.js';
-import { MAX_PDU_BYTES } from '../../src/rooms/builder.js';
+import { MAX_PDU_BYTES } from '../../src/protocol/events.js';
 import { ReferenceStates } from '../support/reference-states.js';
 import { RemoteServer, tamper, verifyKeyLookupFor, type GraphEvent, type RoomGraph } from '../support/remote-server.js';
 
