@@ -12,6 +12,8 @@ import { generateSigningKey, type SigningKey } from '../../src/protocol/signing.
 import { HearthError } from '../../src/protocol/errors.js';
 import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { RoomService, type Actor, type MemberProfile } from '../../src/rooms/service.js';
+import type { KeyRing } from '../../src/rooms/input/key-ring.js';
+import type { RemoteEvents } from '../../src/rooms/input/remote-events.js';
 import type { TestDatabase } from '../support/databases.js';
 import { forwardTo } from '../support/forward.js';
 
@@ -29,6 +31,9 @@ export interface RoomsHarness {
 export interface RoomsHarnessOptions {
   defaultRoomVersion?: string;
   now?: () => number;
+  /** Other servers' keys and events, for events received from them. */
+  keyRing?: KeyRing;
+  remoteEvents?: RemoteEvents;
 }
 
 export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOptions = {}): Promise<RoomsHarness> {
@@ -48,6 +53,8 @@ export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOp
     profiles: { profile: async (u) => profiles.get(u) },
     ...(options.defaultRoomVersion !== undefined ? { defaultRoomVersion: options.defaultRoomVersion } : {}),
     ...(options.now !== undefined ? { now: options.now } : {}),
+    ...(options.keyRing !== undefined ? { keyRing: options.keyRing } : {}),
+    ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
   });
   return { database, rooms, key, notifier, profiles, close: () => database.close() };
 }

@@ -122,7 +122,7 @@ export class EventReceiver {
       budget.fetches--;
       const head = await this.core.head(roomId);
       const earliest = head.extremities.map((r) => r.eventId);
-      const fetched = await this.checkAll(await this.ports.remote.missingEvents(origin, roomId, earliest, [eventId], MISSING_EVENTS_LIMIT), head);
+      const fetched = await this.checkAll(await orNothing(this.ports.remote.missingEvents(origin, roomId, earliest, [eventId], MISSING_EVENTS_LIMIT), []), head);
       fetched.sort((a, b) => a.pdu.depth - b.pdu.depth);
       for (const f of fetched) if (f.ref.eventId !== eventId) await this.accept(origin, roomId, f, budget);
       prevs = await reader.events(prevIds);
@@ -134,7 +134,7 @@ export class EventReceiver {
     const withState = [...prevs.values()].filter((p) => p.stateAfterNid !== undefined);
     if ((missingPrev.length > 0 || withState.length === 0) && c.event.type !== 'm.room.create' && budget.fetches > 0) {
       budget.fetches--;
-      const ids = await this.ports.remote.stateIdsAt(origin, roomId, eventId);
+      const ids = await orNothing(this.ports.remote.stateIdsAt(origin, roomId, eventId), { pduIds: [], authChainIds: [] });
       const wanted = [...new Set([...ids.authChainIds, ...ids.pduIds])];
       const stored = await reader.events(wanted);
       await this.fetchOutliers(origin, roomId, wanted.filter((id) => !stored.has(id)), budget);
@@ -169,7 +169,7 @@ export class EventReceiver {
     if (ids.length === 0 || budget.fetches <= 0) return;
     budget.fetches--;
     const head = await this.core.head(roomId);
-    const fetched = await this.checkAll(await this.ports.remote.events(origin, roomId, ids), head);
+    const fetched = await this.checkAll(await orNothing(this.ports.remote.events(origin, roomId, ids), []), head);
     const wanted = new Set(ids);
     const byId = new Map(fetched.filter((f) => wanted.has(f.ref.eventId)).map((f) => [f.ref.eventId, f]));
     // Auth events come before the events citing them: depth orders them.
@@ -241,6 +241,15 @@ function outlier(head: RoomHead, c: Candidate, authEvents: readonly StoredEvent[
     backward: undefined,
     streamOrdering: undefined,
   };
+}
+
+/** What another server answered, or `fallback` when it failed to: a gap it cannot fill stays a gap. */
+async function orNothing<T>(answer: Promise<T>, fallback: T): Promise<T> {
+  try {
+    return await answer;
+  } catch {
+    return fallback;
+  }
 }
 
 /** A PDU past checks 1–3 as the decision reads it. */
