@@ -230,6 +230,8 @@ export class RoomCore {
         }),
       );
     }
+    // A row that changed (an outlier now received with its state) is read afresh.
+    for (const e of events) if (e.upgradesOutlier === true) this.reader.evict(e.ref.eventId);
     this.reader.committed(events.map(storedEventOf), changes);
     const roomIds = new Set<string>();
     const userIds = new Set<string>();

@@ -66,6 +66,8 @@ export interface PersistEvent {
   readonly redactionTarget: string | undefined;
   /** Prev events the server lacks (added) and ones it now has (removed) as backward extremities. */
   readonly backward: { readonly add: readonly string[]; readonly remove: readonly string[] } | undefined;
+  /** The event is stored already as an outlier (ref.nid is its row): its row is updated, not inserted. */
+  readonly upgradesOutlier?: boolean;
   /** Set by the writer for events that take a position. */
   streamOrdering: number | undefined;
 }

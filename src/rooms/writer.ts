@@ -11,7 +11,7 @@ import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
 import { parseStateKey, referenceIds, type StateKey } from '../protocol/events.js';
 import type { Schema } from '../storage/schema.js';
-import { setRedactedBy, type NewEventRow } from '../storage/rooms/events.js';
+import { setRedactedBy, upgradeOutlierRow, type NewEventRow } from '../storage/rooms/events.js';
 import { setForwardExtremities } from '../storage/rooms/extremities.js';
 import {
   addBackwardExtremities,
@@ -190,10 +190,19 @@ export class EventWriter {
       if (e.currentState !== undefined) await writeSnapshot(e.currentState.snapshot, e.head.roomNid!);
     }
 
-    for (const e of events) e.ref.nid = await this.queries.insertEventRow(trx, eventRow(e, info));
+    const inserted: PersistEvent[] = [];
+    for (const e of events) {
+      const row = eventRow(e, info);
+      if (e.upgradesOutlier === true) {
+        await upgradeOutlierRow(trx, e.ref.nid!, row);
+        continue;
+      }
+      e.ref.nid = await this.queries.insertEventRow(trx, row);
+      inserted.push(e);
+    }
     await insertGraphRows(
       trx,
-      events.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
+      inserted.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
     );
 
     for (const [snapshot, { nid }] of snapshots) {

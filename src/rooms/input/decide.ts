@@ -131,7 +131,14 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   // 6. Soft failure against the current state (on the fast path, that is the state before).
   if (!fast) {
     const byCurrent = checkEventAuth(c.event, head.state, version);
-    if (!byCurrent.allowed) return { ...refuse('soft_failed', byCurrent.reason, before.snapshot, after.snapshot), unsigned };
+    if (!byCurrent.allowed) {
+      // Not an extremity itself, but the events it cites are no longer ones (as the reference
+      // server counts them: cited by a stored event that is neither rejected nor an outlier).
+      const extremities = head.extremitiesAfter(prevIds, null);
+      const changed = extremities.length !== head.extremities.length;
+      head.extremities = extremities;
+      return { ...refuse('soft_failed', byCurrent.reason, before.snapshot, after.snapshot), unsigned, ...(changed ? { extremities } : {}) };
+    }
   }
 
   // Accepted: the extremities and the current state move.

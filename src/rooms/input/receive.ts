@@ -19,6 +19,7 @@ import type { RoomCore } from '../core.js';
 import type { EventRef, RoomHead } from '../head.js';
 import type { EventStatus, PersistEvent } from '../persist-event.js';
 import { roomEventOf, storedEventFromRow, type StoredEvent } from '../stored-event.js';
+import { refOf } from '../head-loader.js';
 import { decideReceived, type Candidate } from './decide.js';
 import type { KeyRing } from './key-ring.js';
 import { checkReceivedPdus, type PduCheckResult } from './pdu-checks.js';
@@ -28,6 +29,8 @@ import type { RemoteEvents } from './remote-events.js';
 const FETCH_BUDGET = 20;
 /** Events asked for per /get_missing_events request (the spec's default). */
 const MISSING_EVENTS_LIMIT = 10;
+/** Events received one inside another's receipt (missing or outlier prev events), at most this deep. */
+const MAX_NESTING = 50;
 
 export interface ReceiveOutcome {
   /** Undefined when the PDU was dropped before its id was known. */
@@ -100,11 +103,13 @@ export class EventReceiver {
   }
 
   /** Gathers what deciding `c` needs, then decides it in the room's queue and stores it. */
-  private async accept(origin: string, roomId: string, c: Candidate, budget: Budget): Promise<ReceiveOutcome> {
+  private async accept(origin: string, roomId: string, c: Candidate, budget: Budget, nesting = 0): Promise<ReceiveOutcome> {
     const reader = this.core.reader;
     const eventId = c.ref.eventId;
     const known = await reader.event(eventId);
-    if (known !== undefined) return { eventId, status: known.status };
+    // An outlier (known without its state) is received in full now; anything else was decided.
+    if (known !== undefined && known.status !== 'outlier') return { eventId, status: known.status };
+    if (known !== undefined) c.ref.nid = known.nid;
 
     // Auth events: missing ones are fetched and stored as outliers.
     const authIds = referenceIds(c.pdu.auth_events);
@@ -115,16 +120,23 @@ export class EventReceiver {
       authEvents = await reader.events(authIds);
     }
 
-    // Prev events: missing ones are fetched and received first.
+    // Prev events: those known only as outliers are received in full first, missing ones are
+    // fetched and received first.
     const prevIds = referenceIds(c.pdu.prev_events);
     let prevs = await reader.events(prevIds);
+    const outliers = [...prevs.values()].filter((p) => p.status === 'outlier').sort((a, b) => a.pdu.depth - b.pdu.depth);
+    if (outliers.length > 0 && nesting < MAX_NESTING) {
+      const head = await this.core.head(roomId);
+      for (const p of outliers) await this.accept(origin, roomId, candidateOfStored(p, head), budget, nesting + 1);
+      prevs = await reader.events(prevIds);
+    }
     if (prevs.size < prevIds.length && c.event.type !== 'm.room.create' && budget.fetches > 0) {
       budget.fetches--;
       const head = await this.core.head(roomId);
       const earliest = head.extremities.map((r) => r.eventId);
       const fetched = await this.checkAll(await orNothing(this.ports.remote.missingEvents(origin, roomId, earliest, [eventId], MISSING_EVENTS_LIMIT), []), head);
       fetched.sort((a, b) => a.pdu.depth - b.pdu.depth);
-      for (const f of fetched) if (f.ref.eventId !== eventId) await this.accept(origin, roomId, f, budget);
+      for (const f of fetched) if (f.ref.eventId !== eventId) await this.accept(origin, roomId, f, budget, nesting + 1);
       prevs = await reader.events(prevIds);
     }
     const missingPrev = prevIds.filter((id) => !prevs.has(id));
@@ -157,8 +169,9 @@ export class EventReceiver {
         citedByStored,
         ...(redactedBy !== undefined ? { redactedBy } : {}),
       });
+      const stored = known === undefined ? unit : { ...unit, upgradesOutlier: true };
       // Wrapped: the queue moves on once decided, not once stored.
-      return { unit, stored: this.core.writeDecided(head, [unit]) };
+      return { unit, stored: this.core.writeDecided(head, [stored]) };
     });
     await written.stored;
     return { eventId, status: written.unit.status, ...(written.unit.rejectionReason !== undefined ? { reason: written.unit.rejectionReason } : {}) };
@@ -250,6 +263,11 @@ async function orNothing<T>(answer: Promise<T>, fallback: T): Promise<T> {
   } catch {
     return fallback;
   }
+}
+
+/** A stored event (an outlier) as a candidate to receive in full. */
+function candidateOfStored(e: StoredEvent, head: RoomHead): Candidate {
+  return { pdu: e.pdu, json: JSON.stringify(e.pdu), event: roomEventOf(e), ref: refOf(e, head.version) };
 }
 
 /** A PDU past checks 1–3 as the decision reads it. */

@@ -146,3 +146,12 @@ export async function lastRoomEventAtOrBefore(db: Kysely<Schema>, roomNid: numbe
 export async function setRedactedBy(trx: Kysely<Schema>, eventId: string, redactionId: string): Promise<void> {
   await trx.updateTable('events').set({ redacted_by: redactionId }).where('event_id', '=', eventId).where('redacted_by', 'is', null).execute();
 }
+
+/** An outlier's row once the event is received with its state: what changes, nothing else. */
+export async function upgradeOutlierRow(
+  trx: Kysely<Schema>,
+  eventNid: number,
+  row: Pick<NewEventRow, 'status' | 'stream_ordering' | 'rejection_reason' | 'state_before_nid' | 'state_after_nid' | 'unsigned_json' | 'redacted_by'>,
+): Promise<void> {
+  await trx.updateTable('events').set(row).where('event_nid', '=', eventNid).where('status', '=', 'outlier').execute();
+}

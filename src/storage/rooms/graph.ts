@@ -34,11 +34,21 @@ export async function insertGraphRows(trx: Kysely<Schema>, rows: readonly GraphR
   }
 }
 
-/** Which of these ids some stored event cites as a prev event (any status). */
+/**
+ * Which of these ids some stored event of the room's graph cites as a prev event: a timeline or
+ * soft-failed event (an outlier or a rejected event citing it does not stop it being an extremity).
+ */
 export async function citedAmong(db: Kysely<Schema>, eventIds: readonly string[]): Promise<Set<string>> {
   const out = new Set<string>();
   for (const part of chunks([...new Set(eventIds)], IDS_PER_STATEMENT)) {
-    const rows = await db.selectFrom('event_edges').select('prev_event_id').distinct().where('prev_event_id', 'in', part).execute();
+    const rows = await db
+      .selectFrom('event_edges as g')
+      .innerJoin('events as e', 'e.event_nid', 'g.event_nid')
+      .select('g.prev_event_id')
+      .distinct()
+      .where('g.prev_event_id', 'in', part)
+      .where('e.status', 'in', ['timeline', 'soft_failed'])
+      .execute();
     for (const r of rows) out.add(r.prev_event_id);
   }
   return out;
