@@ -9,7 +9,8 @@
 //
 // Environment: BENCH_SECONDS (per case, default 60), BENCH_CONNECTIONS (default 1,10,50),
 // BENCH_DATABASES (default sqlite,postgres), BENCH_ENTRY (another build's entry script, e.g. to
-// compare with an earlier commit built elsewhere), HEARTH_TEST_POSTGRES (the PostgreSQL server's admin
+// compare with an earlier commit built elsewhere), BENCH_NODE_FLAGS (more node options for the
+// server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), HEARTH_TEST_POSTGRES (the PostgreSQL server's admin
 // URL, default postgres://postgres@127.0.0.1:5432/postgres; PostgreSQL is skipped when it does not
 // answer). On PostgreSQL the table also gives the most connections the server held open, sampled
 // from pg_stat_activity every 100 ms.
@@ -45,6 +46,7 @@ const DATABASES = (process.env['BENCH_DATABASES'] ?? 'sqlite,postgres').split(',
 // Long enough for the JIT to optimize the send path on both sides.
 const WARM_UP_SECONDS = Math.min(5, SECONDS);
 const SLOW_MS = 50;
+const NODE_FLAGS = (process.env['BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 const ENTRY = process.env['BENCH_ENTRY'] === undefined ? undefined : resolve(process.env['BENCH_ENTRY']);
 
 interface LoopStalls {
@@ -131,7 +133,7 @@ async function runDatabase(name: string, postgres: string | undefined): Promise<
   const server = await launchServer({
     configPath: writeBenchConfig(dataDir, connectionString),
     ...(ENTRY !== undefined ? { entry: ENTRY } : {}),
-    nodeFlags: ['--import', pathToFileURL(new URL('./support/loop-stalls.mjs', import.meta.url).pathname).href],
+    nodeFlags: ['--import', pathToFileURL(new URL('./support/loop-stalls.mjs', import.meta.url).pathname).href, ...NODE_FLAGS],
   });
   const pid = server.child.pid!;
   try {
