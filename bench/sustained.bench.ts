@@ -19,7 +19,8 @@
 // script's node options (built first when older than the sources; see bench/support/server-child.ts),
 // so its RSS is the server's alone and not the load generator's or a TypeScript loader's. It also
 // preloads bench/support/loop-stalls.mjs, a 5 ms timer that counts how often the event loop was
-// more than 50 ms late: that tells a stall of the server apart from a slow client or a busy machine.
+// more than 50 ms late (and notes the longest garbage-collection pause): that tells a stall of the
+// server apart from a slow client or a busy machine.
 //
 // The load generator is another child process (bench/support/load-generator.ts: the minimal
 // keep-alive HTTP/1.1 client of bench/support/http-clients.ts, about half the CPU per request of
@@ -53,6 +54,7 @@ interface LoopStalls {
   readonly seq: number;
   readonly stalls: number;
   readonly worstMs: number;
+  readonly worstGcMs: number;
   readonly p99Ms: number;
 }
 
@@ -179,7 +181,7 @@ function printTable(name: string, how: string, results: readonly CaseResult[], p
   console.log(`\n${name} (server: ${how}; ${SECONDS} s per case after a ${WARM_UP_SECONDS} s warm-up)`);
   console.log(
     `  ${'connections'.padStart(11)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ` +
-      `${`>${SLOW_MS} ms`.padStart(7)} ${'loop stalls'.padStart(11)} ${'worst stall'.padStart(11)} ${'peak RSS MB'.padStart(11)} ${'db conns'.padStart(8)}`,
+      `${`>${SLOW_MS} ms`.padStart(7)} ${'loop stalls'.padStart(11)} ${'worst stall'.padStart(11)} ${'worst GC'.padStart(8)} ${'peak RSS MB'.padStart(11)} ${'db conns'.padStart(8)}`,
   );
   for (const { connections, report, loop, peakRssMb, dbConnections } of results) {
     const l = report.latenciesMs;
@@ -188,7 +190,7 @@ function printTable(name: string, how: string, results: readonly CaseResult[], p
     console.log(
       `  ${String(connections).padStart(11)} ${Math.round(report.completed / report.seconds).toLocaleString('en-US').padStart(7)} ` +
         `${percentile(l, 50).toFixed(1).padStart(7)} ${percentile(l, 99).toFixed(1).padStart(7)} ${l[l.length - 1]!.toFixed(1).padStart(7)} ` +
-        `${String(slow).padStart(7)} ${String(loop.stalls).padStart(11)} ${loop.worstMs.toFixed(1).padStart(11)} ` +
+        `${String(slow).padStart(7)} ${String(loop.stalls).padStart(11)} ${loop.worstMs.toFixed(1).padStart(11)} ${loop.worstGcMs.toFixed(1).padStart(8)} ` +
         `${peakRssMb.toFixed(1).padStart(11)} ${(dbConnections === undefined ? '-' : String(dbConnections)).padStart(8)}`,
     );
   }

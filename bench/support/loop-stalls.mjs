@@ -1,11 +1,11 @@
 // Preloaded into the server by the sustained-load benchmark (`node --import <this file>`): watches
 // the event loop for stalls. A timer due every 5 ms measures how late it fires; lateness over 50 ms
-// counts as a stall. On SIGUSR2 it writes what it saw since the last signal, as one JSON object,
+// counts as a stall; the longest garbage-collection pause is noted too. On SIGUSR2 it writes what it saw since the last signal, as one JSON object,
 // to the file HEARTH_BENCH_LOOP_FILE names, and starts afresh. Plain JavaScript, so that it loads
 // into the built server without a TypeScript loader.
 
 import { writeFileSync } from 'node:fs';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 const file = process.env['HEARTH_BENCH_LOOP_FILE'];
 if (file !== undefined) {
@@ -25,12 +25,18 @@ if (file !== undefined) {
     setTimeout(tick, TICK_MS).unref();
   };
   setTimeout(tick, TICK_MS).unref();
+  // The longest garbage-collection pause, to tell a collector's stall from the others.
+  let worstGc = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) worstGc = Math.max(worstGc, e.duration);
+  }).observe({ entryTypes: ['gc'] });
   let seq = 0;
   process.on('SIGUSR2', () => {
     seq++;
-    writeFileSync(file, JSON.stringify({ seq, stalls, worstMs: worst, p99Ms: histogram.percentile(99) / 1e6 }));
+    writeFileSync(file, JSON.stringify({ seq, stalls, worstMs: worst, worstGcMs: worstGc, p99Ms: histogram.percentile(99) / 1e6 }));
     histogram.reset();
     stalls = 0;
     worst = 0;
+    worstGc = 0;
   });
 }
