@@ -41,7 +41,8 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
-db.pragma('busy_timeout = 1000');
+// Short: while the log starts over, the main connection's queries wait for this one.
+db.pragma('busy_timeout = 100');
 db.pragma('wal_autocheckpoint = 0');
 db.pragma('synchronous = NORMAL');
 db.pragma('cache_size = -500');
@@ -55,7 +56,14 @@ parentPort.on('message', (mode) => {
     const result = db.pragma('wal_checkpoint(' + mode + ')')[0];
     // Every frame copied and no reader on the log: this write starts the log over (rewriting
     // the header page's user_version unchanged), and its fsync of the new log header is ours.
-    if (mode === 'RESTART' && result.busy === 0) db.pragma('user_version = ' + db.pragma('user_version', { simple: true }));
+    // Another process writing first is as good: it starts the log over itself.
+    if (mode === 'RESTART' && result.busy === 0) {
+      try {
+        db.pragma('user_version = ' + db.pragma('user_version', { simple: true }));
+      } catch (err) {
+        if (err.code !== 'SQLITE_BUSY') throw err;
+      }
+    }
     parentPort.postMessage({ result });
   } catch (err) {
     parentPort.postMessage({ error: String(err && err.message || err) });
