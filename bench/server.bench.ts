@@ -26,7 +26,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { launchServer, percentile, procStatusKb, stopServer, writeBenchConfig, type LaunchedServer } from './support/server-child.js';
-import { type Call, fetchClient, httpClient, rawClient, type Reply } from './support/http-clients.js';
+import { type Call, fetchClient, httpClient, rawClient } from './support/http-clients.js';
+import { ok, register, type Sender } from './support/accounts.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -80,27 +81,6 @@ function machineCpuMicros(): number {
 }
 
 // ---- the run ----
-
-async function ok(call: Promise<Reply>, what: string): Promise<Record<string, unknown>> {
-  const r = await call;
-  if (r.status !== 200) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
-
-interface Sender {
-  readonly userId: string;
-  readonly token: string;
-}
-
-async function register(call: Call, username: string): Promise<Sender> {
-  const body = { username, password: 'bench-password', auth: { type: 'm.login.dummy' } };
-  let r = await call('POST', '/_matrix/client/v3/register', undefined, body);
-  if (r.status === 401 && typeof r.body['session'] === 'string') {
-    r = await call('POST', '/_matrix/client/v3/register', undefined, { ...body, auth: { type: 'm.login.dummy', session: r.body['session'] } });
-  }
-  if (r.status !== 200) throw new Error(`register ${username}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
-  return { userId: r.body['user_id'] as string, token: r.body['access_token'] as string };
-}
 
 async function publicRoom(call: Call, senders: readonly Sender[]): Promise<string> {
   const [owner, ...others] = senders;

@@ -9,6 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely';
 import type Pg from 'pg';
 import { HearthError } from '../protocol/errors.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -87,13 +88,26 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  // Checkpoint less often than every 1,000 pages: fewer fsyncs on a busy send path.
-  sqlite.pragma('wal_autocheckpoint = 10000');
+  // Checkpoints run in a worker thread (wal-checkpointer.ts), not in the commits of this
+  // connection, which runs on the event loop.
+  const inMemory = path === ':memory:';
+  if (!inMemory) sqlite.pragma('wal_autocheckpoint = 0');
   // A 4 MB page cache instead of better-sqlite3's 16 MB: the OS caches the file anyway, and the
   // server's memory target is tight.
   sqlite.pragma('cache_size = -4000');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
-  return { db, dialect, close: () => db.destroy() };
+  if (inMemory) return { db, dialect, close: () => db.destroy() };
+  const checkpointer = new WalCheckpointer(resolve(path), db as Kysely<unknown>, (pages) => sqlite.pragma(`wal_autocheckpoint = ${pages}`));
+  return {
+    db,
+    dialect,
+    // The worker's connection closes first, so that the main connection, closing last, checkpoints
+    // the whole log and removes it.
+    close: async () => {
+      await checkpointer.close();
+      await db.destroy();
+    },
+  };
 }
 
 const STATEMENT_CACHE_SIZE = 1000;
