@@ -106,13 +106,15 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   const prevIds = referenceIds(c.pdu.prev_events);
   const fast = g.stateOverride === undefined && sameSet(prevIds, head.extremities);
   let before: StateAt;
-  const source = new StoredStateSource(deps.db, deps.reader, head, [c]);
+  // Built only off the fast path: the one place the database is read.
+  let source: StoredStateSource | undefined;
+  const sourceOf = () => (source ??= new StoredStateSource(deps.db, deps.reader, head, [c]));
   if (fast) {
     before = { state: head.state, refs: head.stateRefs, snapshot: head.snapshot };
   } else {
     // Prev events decided earlier may still be on their way to the database.
     await Promise.allSettled([...head.unwritten.values()]);
-    before = await stateBefore(deps, head, prevIds, g.stateOverride, source);
+    before = await stateBefore(deps, head, prevIds, g.stateOverride, sourceOf());
   }
   const byStateBefore = checkEventAuth(c.event, before.state, version);
   if (!byStateBefore.allowed) return refuse('rejected', byStateBefore.reason, before.snapshot, before.snapshot);
@@ -150,8 +152,8 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     snapshotAfter = head.snapshot;
   } else {
     snapshotAfter = after.snapshot;
-    const resolved = await currentStateOf(deps, head, extremities, c, after, source);
-    changes.push(...(await applyResolved(head, resolved, source)));
+    const resolved = await currentStateOf(deps, head, extremities, c, after, sourceOf());
+    changes.push(...(await applyResolved(head, resolved, sourceOf())));
   }
   head.extremities = extremities;
 

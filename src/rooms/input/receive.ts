@@ -48,6 +48,16 @@ interface Budget {
   fetches: number;
 }
 
+/** What one batch's reads found about all its events at once. */
+interface BatchFacts {
+  /** The events stored already. */
+  readonly known: ReadonlyMap<string, StoredEvent>;
+  /** Those a stored event cites (they arrived late: they cannot be extremities). */
+  readonly cited: ReadonlySet<string>;
+  /** Stored redactions of them, by the redacted id. */
+  readonly redactions: ReadonlyMap<string, readonly StoredEvent[]>;
+}
+
 export class EventReceiver {
   constructor(
     private readonly core: RoomCore,
@@ -88,32 +98,85 @@ export class EventReceiver {
       list.push({ index, c: candidateOf(result, head) });
     });
     const budget: Budget = { fetches: FETCH_BUDGET };
+    // Writes are not awaited one by one: the batch's events share the writer's transactions.
+    const writes: { index: number; stored: Promise<unknown> }[] = [];
     for (const [roomId, list] of byRoom) {
       // Oldest first, so that events of one batch citing each other arrive in order.
       list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth);
+      const facts = await this.facts(list.map((l) => l.c.ref.eventId));
       for (const { index, c } of list) {
         try {
-          outcomes[index] = await this.accept(origin, roomId, c, budget);
+          const { outcome, stored } = await this.accept(origin, roomId, c, budget, 0, facts);
+          outcomes[index] = outcome;
+          if (stored !== undefined) writes.push({ index, stored });
         } catch (err) {
           outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
         }
       }
     }
+    for (const { index, stored } of writes) {
+      try {
+        await stored;
+      } catch (err) {
+        outcomes[index] = { eventId: outcomes[index]!.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+      }
+    }
     return outcomes;
   }
 
-  /** Gathers what deciding `c` needs, then decides it in the room's queue and stores it. */
-  private async accept(origin: string, roomId: string, c: Candidate, budget: Budget, nesting = 0): Promise<ReceiveOutcome> {
+  /** What deciding these events needs to know of the database, read for all of them at once. */
+  private async facts(eventIds: readonly string[]): Promise<BatchFacts> {
+    const [known, cited, rows] = await Promise.all([
+      this.core.reader.events(eventIds),
+      citedAmong(this.core.db, eventIds),
+      redactionsTargeting(this.core.db, eventIds),
+    ]);
+    const redactions = new Map<string, StoredEvent[]>();
+    for (const row of rows) {
+      const r = storedEventFromRow(row);
+      let list = redactions.get(r.redacts!);
+      if (list === undefined) redactions.set(r.redacts!, (list = []));
+      list.push(r);
+    }
+    return { known, cited, redactions };
+  }
+
+  /**
+   * Gathers what deciding `c` needs, then decides it in the room's queue; the write's promise is
+   * handed back (undefined when nothing is written).
+   */
+  private async accept(
+    origin: string,
+    roomId: string,
+    c: Candidate,
+    budget: Budget,
+    nesting: number,
+    batch?: BatchFacts,
+  ): Promise<{ outcome: ReceiveOutcome; stored?: Promise<unknown> }> {
     const reader = this.core.reader;
     const eventId = c.ref.eventId;
-    const known = await reader.event(eventId);
+    const facts = batch ?? (await this.facts([eventId]));
+    const head = await this.core.head(roomId);
+    let known = facts.known.get(eventId);
+    // Decided already in this process (twice in one batch, or fetched for another): as decided.
+    const deciding = head.unwritten.get(eventId);
+    if (deciding !== undefined) {
+      await deciding.catch(() => undefined);
+      known = await reader.event(eventId);
+    }
     // An outlier (known without its state) is received in full now; anything else was decided.
-    if (known !== undefined && known.status !== 'outlier') return { eventId, status: known.status };
+    if (known !== undefined && known.status !== 'outlier') return { outcome: { eventId, status: known.status } };
     if (known !== undefined) c.ref.nid = known.nid;
 
-    // Auth events: missing ones are fetched and stored as outliers.
+    // Auth events: missing ones are fetched and stored as outliers; ones decided and not yet
+    // stored are waited for.
     const authIds = referenceIds(c.pdu.auth_events);
     let authEvents = await reader.events(authIds);
+    const pendingAuth = authIds.flatMap((id) => (authEvents.has(id) ? [] : [head.unwritten.get(id)])).filter((p) => p !== undefined);
+    if (pendingAuth.length > 0) {
+      await Promise.allSettled(pendingAuth);
+      authEvents = await reader.events(authIds);
+    }
     const missingAuth = authIds.filter((id) => !authEvents.has(id));
     if (missingAuth.length > 0) {
       await this.fetchOutliers(origin, roomId, missingAuth, budget);
@@ -123,27 +186,30 @@ export class EventReceiver {
     // Prev events: those known only as outliers are received in full first, missing ones are
     // fetched and received first.
     const prevIds = referenceIds(c.pdu.prev_events);
-    let prevs = await reader.events(prevIds);
+    // Those decided in this process and on their way to the database are not read.
+    const readPrevs = () => reader.events(prevIds.filter((id) => !head.unwritten.has(id)));
+    let prevs = await readPrevs();
     const outliers = [...prevs.values()].filter((p) => p.status === 'outlier').sort((a, b) => a.pdu.depth - b.pdu.depth);
     if (outliers.length > 0 && nesting < MAX_NESTING) {
       const head = await this.core.head(roomId);
       for (const p of outliers) await this.accept(origin, roomId, candidateOfStored(p, head), budget, nesting + 1);
-      prevs = await reader.events(prevIds);
+      prevs = await readPrevs();
     }
-    if (prevs.size < prevIds.length && c.event.type !== 'm.room.create' && budget.fetches > 0) {
+    // Decided in this process: present, with their state.
+    const present = (id: string) => prevs.has(id) || head.unwritten.has(id);
+    if (!prevIds.every(present) && c.event.type !== 'm.room.create' && budget.fetches > 0 && nesting < MAX_NESTING) {
       budget.fetches--;
-      const head = await this.core.head(roomId);
       const earliest = head.extremities.map((r) => r.eventId);
       const fetched = await this.checkAll(await orNothing(this.ports.remote.missingEvents(origin, roomId, earliest, [eventId], MISSING_EVENTS_LIMIT), []), head);
       fetched.sort((a, b) => a.pdu.depth - b.pdu.depth);
       for (const f of fetched) if (f.ref.eventId !== eventId) await this.accept(origin, roomId, f, budget, nesting + 1);
-      prevs = await reader.events(prevIds);
+      prevs = await readPrevs();
     }
-    const missingPrev = prevIds.filter((id) => !prevs.has(id));
+    const missingPrev = prevIds.filter((id) => !present(id));
 
     // A gap that remains (or prev events whose state is unknown): the state as the origin has it.
     let stateOverride: Map<StateKey, StoredEvent> | undefined;
-    const withState = [...prevs.values()].filter((p) => p.stateAfterNid !== undefined);
+    const withState = prevIds.filter((id) => head.unwritten.has(id) || prevs.get(id)?.stateAfterNid !== undefined);
     if ((missingPrev.length > 0 || withState.length === 0) && c.event.type !== 'm.room.create' && budget.fetches > 0) {
       budget.fetches--;
       const ids = await orNothing(this.ports.remote.stateIdsAt(origin, roomId, eventId), { pduIds: [], authChainIds: [] });
@@ -158,8 +224,8 @@ export class EventReceiver {
       }
     }
 
-    const citedByStored = (await citedAmong(this.core.db, [eventId])).size > 0;
-    const redactedBy = await this.earlierRedaction(c);
+    const citedByStored = facts.cited.has(eventId);
+    const redactedBy = await this.earlierRedaction(c, facts.redactions.get(eventId) ?? []);
     const written = await this.core.queue.run(roomId, async () => {
       const head = await this.core.head(roomId);
       const unit = await decideReceived({ db: this.core.db, reader }, head, c, {
@@ -173,8 +239,8 @@ export class EventReceiver {
       // Wrapped: the queue moves on once decided, not once stored.
       return { unit, stored: this.core.writeDecided(head, [stored]) };
     });
-    await written.stored;
-    return { eventId, status: written.unit.status, ...(written.unit.rejectionReason !== undefined ? { reason: written.unit.rejectionReason } : {}) };
+    const reason = written.unit.rejectionReason;
+    return { outcome: { eventId, status: written.unit.status, ...(reason !== undefined ? { reason } : {}) }, stored: written.stored };
   }
 
   /** Fetches events by id from `origin` and stores each as an outlier (or rejected), auth events first. */
@@ -208,11 +274,9 @@ export class EventReceiver {
     return results.flatMap((r) => (r.ok ? [candidateOf(r, head)] : []));
   }
 
-  /** A stored redaction of `c` (one that arrived before it) that takes effect on it. */
-  private async earlierRedaction(c: Candidate): Promise<string | undefined> {
-    const rows = await redactionsTargeting(this.core.db, c.ref.eventId);
-    for (const row of rows) {
-      const r = storedEventFromRow(row);
+  /** Of the stored redactions of `c` (ones that arrived before it), the first that takes effect on it. */
+  private async earlierRedaction(c: Candidate, redactions: readonly StoredEvent[]): Promise<string | undefined> {
+    for (const r of redactions) {
       if (r.status !== 'timeline' || r.roomId !== c.event.room_id) continue;
       const before = await this.core.reader.stateBefore(r);
       const state = new Map([...before].map(([k, e]) => [k, roomEventOf(e)]));

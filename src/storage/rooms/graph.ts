@@ -281,10 +281,11 @@ export async function statusesOf(db: Kysely<Schema>, eventIds: readonly string[]
  * Rejected redactions are left out: they never take effect. (Whether a redaction may redact its
  * target is for the caller to judge once it has both.)
  */
-export async function redactionsTargeting(db: Kysely<Schema>, eventId: string): Promise<EventRow[]> {
-  return selectEvents(db)
-    .where('e.redacts', '=', eventId)
-    .where('e.status', '!=', 'rejected')
-    .orderBy('e.event_nid')
-    .execute();
+export async function redactionsTargeting(db: Kysely<Schema>, eventIds: string | readonly string[]): Promise<EventRow[]> {
+  const ids = typeof eventIds === 'string' ? [eventIds] : [...new Set(eventIds)];
+  const out: EventRow[] = [];
+  for (const part of chunks(ids, IDS_PER_STATEMENT)) {
+    out.push(...(await selectEvents(db).where('e.redacts', 'in', part).where('e.status', '!=', 'rejected').orderBy('e.event_nid').execute()));
+  }
+  return out;
 }
