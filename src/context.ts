@@ -29,6 +29,7 @@ import { roomRoutes } from './client/rooms/index.js';
 import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
 import { ErasedUsers } from './rooms/erased-users.js';
+import { StaticKeyRing } from './rooms/input/key-ring.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
 import { AccountService, type AccountServiceDeps } from './users/accounts.js';
@@ -126,6 +127,11 @@ export interface Services {
   readonly presence: PresenceService;
   readonly sync: SyncService;
   readonly deviceKeys: DeviceKeyService;
+  /**
+   * Signing keys of servers whose events the room server receives: this server's own, and any
+   * added (until federation fetches them).
+   */
+  readonly keyRing: StaticKeyRing;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged'>;
@@ -174,11 +180,16 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   });
   const accountData = new AccountDataService({ db, notifier });
   const erasedUsers = await ErasedUsers.load(db);
+  const keyRing = new StaticKeyRing().add(serverName, core.signingKey.keyId, {
+    publicKey: core.signingKey.publicKey,
+    validUntilTs: Number.MAX_SAFE_INTEGER,
+  });
   rooms = new RoomService({
     db,
     dialect: core.database.dialect,
     serverName,
     signingKey: core.signingKey,
+    keyRing,
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
@@ -276,7 +287,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
   ];
   return {
     parts,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing },
   };
 }
 
