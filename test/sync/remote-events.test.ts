@@ -4,33 +4,16 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { Pdu } from '../../src/protocol/events.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
-import type { Schema } from '../../src/storage/schema.js';
 import type { SyncRequest } from '../../src/sync/sync-service.js';
 import { RemoteServer, RoomGraph } from '../support/remote-server.js';
 import { serverBackends, useTestServer } from '../support/server.js';
+import { statements } from '../support/statements.js';
 
 const BOB = '@bob:remote.test';
 const VERSION = getRoomVersion('10')!;
-
-/** Counts the statements run through the database handle while `fn` runs. */
-async function statements(db: Kysely<Schema>, fn: () => Promise<unknown>): Promise<number> {
-  const executor = db.getExecutor() as unknown as { executeQuery: (...args: unknown[]) => Promise<unknown> };
-  const original = executor.executeQuery;
-  let n = 0;
-  executor.executeQuery = function (this: unknown, ...args: unknown[]) {
-    n++;
-    return original.apply(this, args);
-  };
-  try {
-    await fn();
-  } finally {
-    executor.executeQuery = original;
-  }
-  return n;
-}
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`received events in sync on ${backend}`, { skip }, () => {

@@ -4,27 +4,9 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Kysely } from 'kysely';
-import type { Schema } from '../../src/storage/schema.js';
 import type { SyncRequest } from '../../src/sync/sync-service.js';
 import { serverBackends, useTestServer } from '../support/server.js';
-
-/** Counts the statements run through the database handle while `fn` runs. */
-async function statements(db: Kysely<Schema>, fn: () => Promise<unknown>): Promise<number> {
-  const executor = db.getExecutor() as unknown as { executeQuery: (...args: unknown[]) => Promise<unknown> };
-  const original = executor.executeQuery;
-  let n = 0;
-  executor.executeQuery = function (this: unknown, ...args: unknown[]) {
-    n++;
-    return original.apply(this, args);
-  };
-  try {
-    await fn();
-  } finally {
-    executor.executeQuery = original;
-  }
-  return n;
-}
+import { statements } from '../support/statements.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`sync cost on ${backend}`, { skip }, () => {
