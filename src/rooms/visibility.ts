@@ -25,6 +25,12 @@ export interface VisibilityEvent {
   readonly position: number;
   readonly type: string;
   readonly stateKey?: string;
+  /**
+   * The room's history_visibility and the user's membership in the state before the event, when
+   * known: in a room whose history forked, the event's own state, which the stream order does not
+   * give. Without it, the values in force at the event's position.
+   */
+  readonly before?: { readonly visibility: string | undefined; readonly membership: string | undefined };
 }
 
 const KNOWN: ReadonlySet<string> = new Set(['world_readable', 'shared', 'invited', 'joined']);
@@ -64,8 +70,8 @@ function allowed(visibility: HistoryVisibility, membership: string, position: nu
  */
 export function canSeeEvent(history: VisibilityHistory, event: VisibilityEvent, userId: string): boolean {
   const p = event.position;
-  const visBefore = historyVisibilityOf(valueAt(history.visibility, p, false));
-  const memBefore = valueAt(history.membership, p, false) ?? 'leave';
+  const visBefore = historyVisibilityOf(event.before !== undefined ? event.before.visibility : valueAt(history.visibility, p, false));
+  const memBefore = (event.before !== undefined ? event.before.membership : valueAt(history.membership, p, false)) ?? 'leave';
   if (event.type === 'm.room.history_visibility' && event.stateKey === '') {
     const visAfter = historyVisibilityOf(valueAt(history.visibility, p, true));
     return allowed(visBefore, memBefore, p, history) || allowed(visAfter, memBefore, p, history);

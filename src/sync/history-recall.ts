@@ -10,19 +10,28 @@ import type { Kysely } from 'kysely';
 import { stateKey } from '../protocol/events.js';
 import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import { canSeeEvent, stateChanges, type VisibilityHistory } from '../rooms/visibility.js';
+import { StatesBefore } from '../rooms/visibility-at.js';
 import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
 import { stateEntryHistories } from '../storage/sync/events.js';
 
 export class HistoryRecall {
   private readonly histories = new Map<number, VisibilityHistory>();
+  private readonly before: StatesBefore;
 
   /** `currentSnapshot` gives a room's current state snapshot (the sync's room facts). */
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly userId: string,
     private readonly currentSnapshot: (roomNid: number) => Promise<number | undefined> = () => Promise.resolve(undefined),
-  ) {}
+  ) {
+    this.before = new StatesBefore(db, userId);
+  }
+
+  /** Reads the state before each of these events (their snapshots not read yet), for many at once. */
+  prefetchStatesBefore(events: readonly StoredEvent[]): Promise<void> {
+    return this.before.load(events);
+  }
 
   /** Reads the histories of these rooms (those not read yet) in two statements. */
   async prefetch(roomNids: readonly number[]): Promise<void> {
@@ -46,11 +55,8 @@ export class HistoryRecall {
       await this.prefetch([roomNid]);
       history = this.histories.get(roomNid)!;
     }
-    return canSeeEvent(
-      history,
-      { position: positionOf(e), type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
-      this.userId,
-    );
+    await this.before.load([e]);
+    return canSeeEvent(history, this.before.visibilityEvent(e, positionOf(e)), this.userId);
   }
 
   /** Of these state events of one room, the nids of those that are its current state (one read per event type). */

@@ -107,6 +107,9 @@ export async function loadTimelines(
     if (page.some((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom)) needHistory.push(r.roomNid);
   }
   await history.prefetch(needHistory);
+  // The state before each event to check, for every room's first page at once.
+  const toCheck = requests.flatMap((r) => firstPages.get(r.roomId)!.filter((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom));
+  await history.prefetchStatesBefore(toCheck);
 
   for (const r of requests) {
     out.set(r.roomId, await walk(reader, pass, r, limit, firstPages.get(r.roomId)!, pageSize, ignored, history));
@@ -127,6 +130,7 @@ async function walk(
   const matcher = pass.filter.timeline;
   /** Per event of a page, whether the timeline shows it. */
   const accepted = async (page: readonly StoredEvent[]): Promise<boolean[]> => {
+    await history.prefetchStatesBefore(page.filter((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom));
     const out: boolean[] = [];
     const hiddenState: StoredEvent[] = [];
     for (const e of page) {

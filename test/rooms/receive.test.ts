@@ -196,5 +196,30 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(served.content, {});
       assert.equal((served.unsigned as { redacted_because?: { event_id: string } }).redacted_because?.event_id, redaction.eventId);
     });
+    test('history visibility in a forked room is read from the state before each event', async () => {
+      const { roomId } = await h.rooms.createRoom(alice, {
+        preset: 'public_chat',
+        powerLevelContentOverride: { users: { [alice.userId]: 100, [BOB]: 100 } },
+      });
+      const g = new RoomGraph(roomId, VERSION, [remote]);
+      await mirror(roomId, g);
+      const join = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: BOB, content: { membership: 'join' } });
+      assert.equal((await h.rooms.receive('remote.test', [join.pdu]))[0]!.status, 'timeline');
+      // One fork makes history visible to joined members only, and speaks under that setting ...
+      const hv = g.eventSync({ type: 'm.room.history_visibility', sender: BOB, stateKey: '', content: { history_visibility: 'joined' }, prev: [join.eventId] });
+      const hidden = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'members only' }, prev: [hv.eventId] });
+      // ... another, from before that change, speaks under "shared", though it arrives later.
+      const shared = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'for later joiners too' }, prev: [join.eventId] });
+      const outcomes = await h.rooms.receive('remote.test', [hv.pdu, hidden.pdu, shared.pdu]);
+      assert.deepEqual(outcomes.map((o) => o.status), ['timeline', 'timeline', 'timeline']);
+      const dave = user('dave');
+      await h.rooms.join(dave, roomId);
+      const page = await h.rooms.messages(dave, roomId, { dir: 'b', limit: 50 });
+      const seen = page.chunk.map((e) => e.event_id);
+      assert.ok(seen.includes(shared.eventId), 'sent under shared: visible to a later joiner');
+      assert.ok(!seen.includes(hidden.eventId), 'sent under joined: not visible to a later joiner');
+      assert.equal((await h.rooms.getEvent(dave, roomId, shared.eventId)).event_id, shared.eventId);
+      await rejectsWith(h.rooms.getEvent(dave, roomId, hidden.eventId), 404, 'M_NOT_FOUND');
+    });
   });
 }

@@ -12,12 +12,14 @@ import { byStreamOrder, isServed, positionOf, type StoredEvent } from '../stored
 import { encodeTimelineToken } from '../tokens.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 import { roomAccess, requireHistoryAccess } from './access.js';
+import { StatesBefore } from '../visibility-at.js';
 import { loadVisibilityHistory } from './history.js';
 import { ignoresNobody, lazyMembers, type IgnoredUsersOf } from './messages.js';
 import { paginate } from './paginate.js';
 
-function visible(history: VisibilityHistory, e: StoredEvent, userId: string): boolean {
-  return canSeeEvent(history, { position: positionOf(e), type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) }, userId);
+async function visible(statesBefore: StatesBefore, history: VisibilityHistory, e: StoredEvent, userId: string): Promise<boolean> {
+  await statesBefore.load([e]);
+  return canSeeEvent(history, statesBefore.visibilityEvent(e, positionOf(e)), userId);
 }
 
 async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
@@ -26,9 +28,10 @@ async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventI
   const event = await core.reader.event(eventId);
   if (event === undefined || event.roomId !== roomId || !isServed(event)) throw HearthError.notFound('Event not found');
   const [history, ignored] = await Promise.all([loadVisibilityHistory(core.db, access.room.nid, actor.userId), ignoredUsers(actor.userId)]);
-  if (!visible(history, event, actor.userId)) throw HearthError.notFound('Event not found');
+  const statesBefore = new StatesBefore(core.db, actor.userId);
+  if (!(await visible(statesBefore, history, event, actor.userId))) throw HearthError.notFound('Event not found');
   if (event.stateKey === undefined && ignored.has(event.sender)) throw HearthError.notFound('Event not found');
-  return { access, event, history, ignored };
+  return { access, event, history, statesBefore, ignored };
 }
 
 export async function roomEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, ignoredUsers: IgnoredUsersOf = ignoresNobody): Promise<ClientEvent> {
@@ -54,9 +57,9 @@ export async function eventContext(
   options: { limit: number; filter?: RoomEventFilter },
   ignoredUsers: IgnoredUsersOf = ignoresNobody,
 ): Promise<EventContext> {
-  const { access, event, history, ignored } = await visibleEvent(core, actor, roomId, eventId, true, ignoredUsers);
+  const { access, event, history, statesBefore, ignored } = await visibleEvent(core, actor, roomId, eventId, true, ignoredUsers);
   const beforeLimit = Math.floor(options.limit / 2);
-  const common = { roomNid: access.room.nid, userId: actor.userId, history, ignored, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
+  const common = { roomNid: access.room.nid, userId: actor.userId, history, statesBefore, ignored, to: undefined, ...(options.filter !== undefined ? { filter: options.filter } : {}) };
   const position = positionOf(event);
   const before = await paginate(core.reader, { ...common, dir: 'b', from: position - 1, limit: beforeLimit });
   const after = await paginate(core.reader, { ...common, dir: 'f', from: position, limit: options.limit - beforeLimit });

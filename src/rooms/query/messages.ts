@@ -9,6 +9,7 @@ import type { RoomEventFilter } from '../../protocol/filters.js';
 import type { StoredEvent } from '../stored-event.js';
 import { decodeTimelineToken, encodeTimelineToken } from '../tokens.js';
 import { roomAccess, requireHistoryAccess } from './access.js';
+import { StatesBefore } from '../visibility-at.js';
 import { loadVisibilityHistory } from './history.js';
 import { paginate } from './paginate.js';
 
@@ -48,6 +49,7 @@ export async function roomMessages(
     roomNid: access.room.nid,
     userId: actor.userId,
     history,
+    statesBefore: new StatesBefore(core.db, actor.userId),
     ignored,
     dir: req.dir,
     from,

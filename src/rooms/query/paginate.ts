@@ -7,11 +7,14 @@ import { compileEventFilter, type RoomEventFilter } from '../../protocol/filters
 import type { RoomReader } from '../reader.js';
 import { positionOf, type StoredEvent } from '../stored-event.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import type { StatesBefore } from '../visibility-at.js';
 
 export interface PageRequest {
   readonly roomNid: number;
   readonly userId: string;
   readonly history: VisibilityHistory;
+  /** The state before each event, as the visibility rules read it (loaded here, page by page). */
+  readonly statesBefore: StatesBefore;
   readonly dir: 'b' | 'f';
   /** Backwards: events at or before this position; forwards: events after it. */
   readonly from: number | undefined;
@@ -57,6 +60,7 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
         ? { ...(cursor !== undefined ? { upTo: cursor } : {}), ...(req.to !== undefined ? { after: req.to } : {}) }
         : { ...(cursor !== undefined ? { after: cursor } : {}), ...(req.to !== undefined ? { upTo: req.to } : {}) };
     const rows = await reader.roomEvents(req.roomNid, range, req.dir === 'b' ? 'desc' : 'asc', batch);
+    await req.statesBefore.load(rows);
     let consumed = 0;
     for (const e of rows) {
       consumed++;
@@ -67,11 +71,7 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
       cursor = req.dir === 'b' ? position - 1 : position;
       if (filter !== undefined && !filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
       matched = true;
-      const visible = canSeeEvent(
-        req.history,
-        { position, type: e.type, ...(e.stateKey !== undefined ? { stateKey: e.stateKey } : {}) },
-        req.userId,
-      );
+      const visible = canSeeEvent(req.history, req.statesBefore.visibilityEvent(e, position), req.userId);
       const ignored = e.stateKey === undefined && req.ignored?.has(e.sender) === true;
       if (visible && !ignored) {
         events.push(e);

@@ -342,3 +342,55 @@ export async function readSnapshotSubset(
   }
   return out;
 }
+
+/**
+ * A few keys of several snapshots at once (e.g. the history visibility and one user's membership
+ * before many events): per snapshot, stateKey → event nid for those keys it holds. Two statements
+ * whatever the number of snapshots.
+ */
+export async function readSnapshotsSubset(
+  db: Kysely<Schema>,
+  snapshotNids: readonly number[],
+  keys: readonly { readonly type: string; readonly stateKey: string }[],
+): Promise<Map<number, Map<StateKey, number>>> {
+  const out = new Map<number, Map<StateKey, number>>();
+  const wanted = [...new Set(snapshotNids)];
+  if (wanted.length === 0 || keys.length === 0) return out;
+  const chains = new Map<number, number[]>();
+  for (let i = 0; i < wanted.length; i += 500) {
+    const rows = await db.selectFrom('state_snapshots').select(['snapshot_nid', 'chain']).where('snapshot_nid', 'in', wanted.slice(i, i + 500)).execute();
+    for (const r of rows) chains.set(Number(r.snapshot_nid), [...(JSON.parse(r.chain) as number[]), Number(r.snapshot_nid)]);
+  }
+  const wantedKeys = new Set(keys.map((k) => stateKey(k.type, k.stateKey)));
+  const entries = new Map<number, [StateKey, number | null][]>();
+  const chainNids = [...new Set([...chains.values()].flat())];
+  for (let i = 0; i < chainNids.length; i += 500) {
+    const rows = await db
+      .selectFrom('state_snapshot_entries as e')
+      .innerJoin('event_state_keys as k', 'k.state_key_nid', 'e.state_key_nid')
+      .select(['e.snapshot_nid', 'k.event_type', 'k.state_key', 'e.event_nid'])
+      .where('e.snapshot_nid', 'in', chainNids.slice(i, i + 500))
+      .where('k.event_type', 'in', [...new Set(keys.map((k) => k.type))])
+      .where('k.state_key', 'in', [...new Set(keys.map((k) => k.stateKey))])
+      .execute();
+    for (const r of rows) {
+      const key = stateKey(r.event_type, r.state_key);
+      if (!wantedKeys.has(key)) continue;
+      let list = entries.get(Number(r.snapshot_nid));
+      if (list === undefined) entries.set(Number(r.snapshot_nid), (list = []));
+      list.push([key, r.event_nid === null ? null : Number(r.event_nid)]);
+    }
+  }
+  for (const [nid, chain] of chains) {
+    // Later snapshots in the chain override earlier ones.
+    const state = new Map<StateKey, number>();
+    for (const link of chain) {
+      for (const [key, eventNid] of entries.get(link) ?? []) {
+        if (eventNid === null) state.delete(key);
+        else state.set(key, eventNid);
+      }
+    }
+    out.set(nid, state);
+  }
+  return out;
+}
