@@ -139,16 +139,24 @@ export async function startServe(args: ServeArgs, io: ServeIo = processIo): Prom
   return { server, stopped, stop };
 }
 
-/** `hearth serve`: runs until SIGINT or SIGTERM; a second signal exits at once. */
+/** A signal repeated within this long of the first is the same request to stop. */
+const REPEAT_WINDOW_MS = 1000;
+
+/** `hearth serve`: runs until SIGINT or SIGTERM; a second signal (a second later or more) exits at once. */
 export async function serveCommand(argv: string[]): Promise<void> {
   const args = parseServeArgs(argv, process.cwd());
   const running = await startServe(args);
   let stopping: Promise<void> | undefined;
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping !== undefined) {
+      // One Ctrl-C can arrive twice at once: to the terminal's foreground group, and forwarded by
+      // a supervisor in that group (npm start). Only a later one means "now".
+      if (Date.now() - firstSignalAt < REPEAT_WINDOW_MS) return;
       process.stderr.write(`${signal} again: exiting without waiting\n`);
       process.exit(1);
     }
+    firstSignalAt = Date.now();
     running.server.app.log.info(`${signal} received: shutting down`);
     stopping = running.stop();
     stopping.catch(() => undefined); // reported below, once stopped
