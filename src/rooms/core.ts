@@ -96,7 +96,7 @@ export class RoomCore {
     this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache, deps.erasedUsers);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;
     this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
-    const queries = new HotRoomQueries(deps.db);
+    const queries = new HotRoomQueries(deps.db, deps.dialect);
     this.txnIds = new TxnIds(deps.db, queries);
     this.writer = new EventWriter(deps.db, this.stateKeys, queries, {
       committed: (events) => this.committed(events),

@@ -17,10 +17,8 @@ import {
   addBackwardExtremities,
   adjustJoinedServers,
   allocateBackfillPositions,
-  insertGraphRows,
   insertStateDeltas,
   removeBackwardExtremities,
-  setLatestPosition,
 } from '../storage/rooms/graph.js';
 import type { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { deleteMembership, upsertMembership } from '../storage/rooms/memberships.js';
@@ -200,7 +198,7 @@ export class EventWriter {
       e.ref.nid = await this.queries.insertEventRow(trx, row);
       inserted.push(e);
     }
-    await insertGraphRows(
+    await this.queries.insertGraphRows(
       trx,
       inserted.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
     );
@@ -232,7 +230,7 @@ export class EventWriter {
     for (const [head, e] of stateOfRoom) {
       await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
-    for (const [head, position] of latestOfRoom) await setLatestPosition(trx, head.roomNid!, position);
+    for (const [head, position] of latestOfRoom) await this.queries.setLatestPosition(trx, head.roomNid!, position);
     const counts = new Map<RoomHead, number>();
     for (const [head, e] of extremitiesOfRoom) {
       const nids = e.extremities!.map((r) => r.nid!);
