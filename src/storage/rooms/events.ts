@@ -133,16 +133,6 @@ export async function memberEventsOfUserInRange(db: Kysely<Schema>, userId: stri
   return q.orderBy('e.stream_ordering', 'asc').execute();
 }
 
-/** The room's last event at or before `position` (its state_after_nid is the state at that position). */
-export async function lastRoomEventAtOrBefore(db: Kysely<Schema>, roomNid: number, position: number): Promise<EventRow | undefined> {
-  return selectEvents(db)
-    .where('e.room_nid', '=', roomNid)
-    .where('e.stream_ordering', '<=', position)
-    .orderBy('e.stream_ordering', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-}
-
 export async function setRedactedBy(trx: Kysely<Schema>, eventId: string, redactionId: string): Promise<void> {
   await trx.updateTable('events').set({ redacted_by: redactionId }).where('event_id', '=', eventId).where('redacted_by', 'is', null).execute();
 }

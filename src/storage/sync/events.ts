@@ -1,6 +1,6 @@
 // Event reads for sync, by position on the events stream: the latest events of many rooms in one
-// statement, everything that happened in a range (shared by every sync covering it), the state
-// keys a room changed over a range, and the history of one state entry in many rooms.
+// statement, everything that happened in a range (shared by every sync covering it) with the
+// current-state changes at its positions, and the history of one state entry in many rooms.
 
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../schema.js';
@@ -54,24 +54,6 @@ export async function latestEventsOfRooms(
   }
   for (const list of out.values()) list.sort((a, b) => b.position - a.position);
   return out;
-}
-
-/** The (type, state_key) pairs of a room's state events with stream_ordering in the range. */
-export async function stateKeysChangedInRange(
-  db: Kysely<Schema>,
-  roomNid: number,
-  range: PositionRange,
-): Promise<{ type: string; stateKey: string }[]> {
-  let q = db
-    .selectFrom('events')
-    .select(['type', 'state_key'])
-    .distinct()
-    .where('room_nid', '=', roomNid)
-    .where('state_key', 'is not', null)
-    .where('stream_ordering', '<=', range.upTo);
-  if (range.after !== undefined) q = q.where('stream_ordering', '>', range.after);
-  const rows = await q.execute();
-  return rows.map((r) => ({ type: r.type, stateKey: r.state_key! }));
 }
 
 export interface StateEntryChange {

@@ -1,5 +1,6 @@
 // Membership reads for sync: room heroes (the first members by stream order, for clients to name
-// unnamed rooms), a user's membership at a past position, and the user's own read receipts.
+// unnamed rooms) and the user's own read receipts. (A user's membership at a past position comes
+// from the current-state deltas: state-deltas.ts.)
 
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../schema.js';
@@ -34,26 +35,6 @@ export async function heroesOfRooms(
     }
   }
   return out;
-}
-
-/** The user's member event in the room at or before `position` (its nid and position), if any. */
-export async function memberEventAtOrBefore(
-  db: Kysely<Schema>,
-  roomNid: number,
-  userId: string,
-  position: number,
-): Promise<{ eventNid: number; position: number } | undefined> {
-  const row = await db
-    .selectFrom('events')
-    .select(['event_nid', 'stream_ordering'])
-    .where('room_nid', '=', roomNid)
-    .where('type', '=', 'm.room.member')
-    .where('state_key', '=', userId)
-    .where('stream_ordering', '<=', position)
-    .orderBy('stream_ordering', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row === undefined ? undefined : { eventNid: Number(row.event_nid), position: Number(row.stream_ordering) };
 }
 
 /**
