@@ -65,6 +65,8 @@ export class RoomReader {
   private readonly roomsById = new Map<string, RoomInfo>();
   private readonly roomsByNid = new Map<number, RoomInfo>();
   private readonly fresh = new Map<number, StoredEvent>();
+  /** The nids of the fresh events by id: the next event of a room cites the last one by id. */
+  private readonly freshIds = new Map<string, number>();
   private readonly recent: RecentEvents;
 
   /**
@@ -128,14 +130,18 @@ export class RoomReader {
   }
 
   private cache(e: StoredEvent): StoredEvent {
-    this.fresh.delete(e.nid);
+    if (this.fresh.delete(e.nid)) this.freshIds.delete(e.eventId);
     this.cached.add(e);
     return e;
   }
 
   /** Drops an event from the cache (its row changed: a redaction now applies to it). */
   evict(eventId: string): void {
-    for (const [nid, e] of this.fresh) if (e.eventId === eventId) this.fresh.delete(nid);
+    const nid = this.freshIds.get(eventId);
+    if (nid !== undefined) {
+      this.fresh.delete(nid);
+      this.freshIds.delete(eventId);
+    }
     this.cached.delete(eventId);
   }
 
@@ -147,7 +153,12 @@ export class RoomReader {
     const entries: StreamEvent[] = [];
     for (const e of events) {
       this.fresh.set(e.nid, e);
-      if (this.fresh.size > FRESH_KEPT) this.fresh.delete(this.fresh.keys().next().value as number);
+      this.freshIds.set(e.eventId, e.nid);
+      if (this.fresh.size > FRESH_KEPT) {
+        const [oldest, gone] = this.fresh.entries().next().value as [number, StoredEvent];
+        this.fresh.delete(oldest);
+        this.freshIds.delete(gone.eventId);
+      }
       // Events off the timeline (and history fetched later) are not on the live stream.
       if (e.streamOrdering === undefined || e.streamOrdering <= 0) continue;
       const changed = changes.get(e.nid);
@@ -192,11 +203,16 @@ export class RoomReader {
     const out = new Map<string, StoredEvent>();
     const missing: string[] = [];
     for (const id of eventIds) {
-      const nid = this.cached.nidOf(id);
-      const e = nid === undefined ? undefined : this.cached.get(nid);
+      const nid = this.cached.nidOf(id) ?? this.freshIds.get(id);
+      let e = nid === undefined ? undefined : this.cached.get(nid);
+      if (e === undefined && nid !== undefined) {
+        const fresh = this.fresh.get(nid);
+        if (fresh !== undefined) e = this.cache(fresh);
+      }
       if (e !== undefined) out.set(id, e);
       else missing.push(id);
     }
+    if (missing.length === 0) return out;
     for (const row of await eventsByIds(this.db, missing)) out.set(row.event_id, this.remember(row));
     return out;
   }

@@ -45,6 +45,8 @@ export interface Gathered {
   readonly missingPrev: readonly string[];
   /** A stored event already cites this one (it arrived late): it cannot be an extremity. */
   readonly citedByStored: boolean;
+  /** The event was a backward extremity: a stored event cites it and it was missing until now. */
+  readonly fillsBackward: boolean;
   /** A stored redaction of this event that takes effect on it. */
   readonly redactedBy?: string;
 }
@@ -79,7 +81,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
     txn: undefined,
     redactedBy: g.redactedBy,
-    backward: { add: g.missingPrev, remove: [c.ref.eventId] },
+    backward: g.missingPrev.length === 0 && !g.fillsBackward ? undefined : { add: g.missingPrev, remove: g.fillsBackward ? [c.ref.eventId] : [] },
     streamOrdering: undefined,
   };
   const refuse = (status: 'rejected' | 'soft_failed', reason: string | undefined, before: SnapshotRef | null, after: SnapshotRef | null): PersistEvent => ({

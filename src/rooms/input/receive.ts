@@ -14,7 +14,7 @@ import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
 import { referenceIds, stateKey, type StateKey } from '../../protocol/events.js';
 import { referenceHash } from '../../protocol/hashes.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
-import { citedAmong, redactionsTargeting } from '../../storage/rooms/graph.js';
+import { backwardAmong, citedAmong, redactionsTargeting } from '../../storage/rooms/graph.js';
 import type { RoomCore } from '../core.js';
 import type { EventRef, RoomHead } from '../head.js';
 import type { EventStatus, PersistEvent } from '../persist-event.js';
@@ -46,6 +46,8 @@ export interface ReceiverPorts {
 
 interface Budget {
   fetches: number;
+  /** Ids that events decided in this call made backward extremities (not yet in the facts read). */
+  readonly backward: Set<string>;
 }
 
 /** What one batch's reads found about all its events at once. */
@@ -56,6 +58,8 @@ interface BatchFacts {
   readonly cited: ReadonlySet<string>;
   /** Stored redactions of them, by the redacted id. */
   readonly redactions: ReadonlyMap<string, readonly StoredEvent[]>;
+  /** Those that are backward extremities (a stored event cites them; they were missing). */
+  readonly backward: ReadonlySet<string>;
 }
 
 export class EventReceiver {
@@ -97,13 +101,16 @@ export class EventReceiver {
       if (list === undefined) byRoom.set(head.roomId, (list = []));
       list.push({ index, c: candidateOf(result, head) });
     });
-    const budget: Budget = { fetches: FETCH_BUDGET };
+    const budget: Budget = { fetches: FETCH_BUDGET, backward: new Set() };
     // Writes are not awaited one by one: the batch's events share the writer's transactions.
     const writes: { index: number; stored: Promise<unknown> }[] = [];
+    const facts = await this.facts(
+      [...byRoom.values()].flatMap((list) => list.map((l) => l.c.ref.eventId)),
+      known.flatMap(({ head }) => (head.roomNid === undefined ? [] : [head.roomNid])),
+    );
     for (const [roomId, list] of byRoom) {
       // Oldest first, so that events of one batch citing each other arrive in order.
       list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth);
-      const facts = await this.facts(list.map((l) => l.c.ref.eventId));
       for (const { index, c } of list) {
         try {
           const { outcome, stored } = await this.accept(origin, roomId, c, budget, 0, facts);
@@ -125,11 +132,12 @@ export class EventReceiver {
   }
 
   /** What deciding these events needs to know of the database, read for all of them at once. */
-  private async facts(eventIds: readonly string[]): Promise<BatchFacts> {
-    const [known, cited, rows] = await Promise.all([
+  private async facts(eventIds: readonly string[], roomNids: readonly number[]): Promise<BatchFacts> {
+    const [known, cited, rows, backward] = await Promise.all([
       this.core.reader.events(eventIds),
       citedAmong(this.core.db, eventIds),
       redactionsTargeting(this.core.db, eventIds),
+      backwardAmong(this.core.db, roomNids, eventIds),
     ]);
     const redactions = new Map<string, StoredEvent[]>();
     for (const row of rows) {
@@ -138,7 +146,7 @@ export class EventReceiver {
       if (list === undefined) redactions.set(r.redacts!, (list = []));
       list.push(r);
     }
-    return { known, cited, redactions };
+    return { known, cited, redactions, backward };
   }
 
   /**
@@ -155,8 +163,8 @@ export class EventReceiver {
   ): Promise<{ outcome: ReceiveOutcome; stored?: Promise<unknown> }> {
     const reader = this.core.reader;
     const eventId = c.ref.eventId;
-    const facts = batch ?? (await this.facts([eventId]));
     const head = await this.core.head(roomId);
+    const facts = batch ?? (await this.facts([eventId], head.roomNid === undefined ? [] : [head.roomNid]));
     let known = facts.known.get(eventId);
     // Decided already in this process (twice in one batch, or fetched for another): as decided.
     const deciding = head.unwritten.get(eventId);
@@ -233,8 +241,10 @@ export class EventReceiver {
         ...(stateOverride !== undefined ? { stateOverride } : {}),
         missingPrev,
         citedByStored,
+        fillsBackward: facts.backward.has(eventId) || budget.backward.has(eventId),
         ...(redactedBy !== undefined ? { redactedBy } : {}),
       });
+      for (const id of unit.backward?.add ?? []) budget.backward.add(id);
       const stored = known === undefined ? unit : { ...unit, upgradesOutlier: true };
       // Wrapped: the queue moves on once decided, not once stored.
       return { unit, stored: this.core.writeDecided(head, [stored]) };

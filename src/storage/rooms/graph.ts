@@ -64,6 +64,18 @@ export async function addBackwardExtremities(trx: Kysely<Schema>, roomNid: numbe
   }
 }
 
+/** Which of these ids are backward extremities of these rooms (the events arrived at last). */
+export async function backwardAmong(db: Kysely<Schema>, roomNids: readonly number[], eventIds: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  const rooms = [...new Set(roomNids)];
+  if (rooms.length === 0) return out;
+  for (const part of chunks([...new Set(eventIds)], IDS_PER_STATEMENT - rooms.length)) {
+    const rows = await db.selectFrom('backward_extremities').select('event_id').where('room_nid', 'in', rooms).where('event_id', 'in', part).execute();
+    for (const r of rows) out.add(r.event_id);
+  }
+  return out;
+}
+
 export async function removeBackwardExtremities(trx: Kysely<Schema>, roomNid: number, eventIds: readonly string[]): Promise<void> {
   for (const part of chunks(eventIds, IDS_PER_STATEMENT)) {
     await trx.deleteFrom('backward_extremities').where('room_nid', '=', roomNid).where('event_id', 'in', part).execute();
