@@ -2,7 +2,9 @@
 // events, on a fresh SQLite database (or PostgreSQL with HEARTH_BENCH_POSTGRES=postgres://...).
 // Prints the time to load its head into a process that has none of it cached, joins per second
 // into it, the state snapshot rows written per state event, the event cache the head load used,
-// and the peak RSS.
+// and the peak RSS after each phase. The room is built through one room service, which is then
+// dropped: loading and joining run in a second one, as in a server restarted with the room on disk.
+// `npm run bench:big-room` runs it with the node options `npm start` gives the server.
 //
 //   node --import tsx bench/big-room.bench.ts [members] [other-state-events] [joins]
 
@@ -80,38 +82,45 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFracti
 
 // 1. Build the room: members join (public join rule), the owner sets custom state keys.
 let started = performance.now();
-const builder = service();
-const { roomId } = await builder.createRoom(owner, { preset: 'public_chat', name: 'big' });
-const roomNid = (await builder.reader.roomInfo(roomId))!.nid;
+// The builder service is dropped once built, as a server restarted with the room on disk.
+const { roomId, roomNid } = await (async () => {
+  const builder = service();
+  const { roomId } = await builder.createRoom(owner, { preset: 'public_chat', name: 'big' });
+  await inLanes(MEMBERS - 1, (i) => builder.join(user(i + 1), roomId));
+  await inLanes(OTHER_STATE, (i) => builder.sendState(owner, roomId, 'bench.state', `key${i}`, { n: i, text: 'a little text in it' }));
+  return { roomId, roomNid: (await builder.reader.roomInfo(roomId))!.nid };
+})();
 const empty = { snapshots: 0, entries: 0, lastNid: 0 };
-await inLanes(MEMBERS - 1, (i) => builder.join(user(i + 1), roomId));
-await inLanes(OTHER_STATE, (i) => builder.sendState(owner, roomId, 'bench.state', `key${i}`, { n: i, text: 'a little text in it' }));
 const built = await snapshotRows(database.db, roomNid, empty);
 console.log(`big room (${database.dialect}): ${fmt(MEMBERS)} members, ${fmt(OTHER_STATE)} other state events`);
 console.log(`  built in ${fmt((performance.now() - started) / 1000, 1)} s`);
 console.log(`  snapshot rows per state event while building: average ${fmt(built.average, 1)}, max ${fmt(built.max)} (${fmt(built.snapshots)} snapshots)`);
+const peakRss = () => `${fmt(process.resourceUsage().maxRSS / 1024)} MiB`;
+console.log(`  peak RSS while building: ${peakRss()}`);
 
 // 2. Load its head as after a restart: a new room service over the same database.
 const cold = service();
 const cacheBefore = cold.reader.cacheUsage;
-const load = await timed(() => loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId));
-const head = load.result;
+// Only the count is kept: the service loads its own head for the joins below.
+const loadHead = async () => (await loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId))!.stateRefs.size;
+const load = await timed(loadHead);
 const cacheAfter = cold.reader.cacheUsage;
 // Again in the same service (its code now compiled; the reader caches no head): the best of 5,
 // as the machine may be busy.
 let again = { wallMs: Infinity, cpuMs: Infinity };
 for (let i = 0; i < 5; i++) {
-  const t = await timed(() => loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId));
+  const t = await timed(loadHead);
   again = { wallMs: Math.min(again.wallMs, t.wallMs), cpuMs: Math.min(again.cpuMs, t.cpuMs) };
 }
-console.log(`  head load (cold): ${fmt(load.wallMs)} ms (CPU ${fmt(load.cpuMs)} ms) for ${fmt(head!.stateRefs.size)} state entries`);
+console.log(`  head load (cold): ${fmt(load.wallMs)} ms (CPU ${fmt(load.cpuMs)} ms) for ${fmt(load.result)} state entries`);
 console.log(`  head load again, best of 5: ${fmt(again.wallMs)} ms (CPU ${fmt(again.cpuMs)} ms)`);
 console.log(
   `  event cache used by the load: ${fmt(cacheAfter.events - cacheBefore.events)} events, ${fmt((cacheAfter.bytes - cacheBefore.bytes) / 1024 ** 2, 1)} MiB`,
 );
+console.log(`  peak RSS so far: ${peakRss()}`);
 
-// 3. Joins into it, through a fresh service (its first join loads the head: not counted).
-const joiner = service();
+// 3. Joins into it, through the same service (its first join loads the head: not counted).
+const joiner = cold;
 await joiner.join(user(MEMBERS), roomId);
 const beforeJoins = { ...(await snapshotRowCount(database.db, roomNid)), lastNid: await lastSnapshotNid(database.db) };
 const joins = await timed(async () => {
@@ -120,7 +129,7 @@ const joins = await timed(async () => {
 const joined = await snapshotRows(database.db, roomNid, beforeJoins);
 console.log(`  joins: ${fmt(JOINS / (joins.wallMs / 1000))}/s, CPU ${fmt((joins.cpuMs * 1000) / JOINS)} µs per join (${fmt(JOINS)} joins, one at a time)`);
 console.log(`  snapshot rows per join: average ${fmt(joined.average, 1)}, max ${fmt(joined.max)}`);
-console.log(`  peak RSS: ${fmt(process.resourceUsage().maxRSS / 1024)} MiB`);
+console.log(`  peak RSS: ${peakRss()}`);
 
 await database.close();
 rmSync(dir, { recursive: true, force: true });
