@@ -5,7 +5,7 @@
 // SQLite database (or PostgreSQL with HEARTH_BENCH_POSTGRES=postgres://...). Prints figures,
 // asserts nothing.
 //
-//   node --import tsx bench/receive.bench.ts [pdus] [rooms]
+//   npm run bench:receive -- [pdus] [rooms]   (with the node options npm start gives the server)
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,6 +88,6 @@ const many: RoomGraph[] = [];
 for (let i = 0; i < ROOMS; i++) many.push(await roomWithBob());
 await run(`${ROOMS} rooms`, many);
 clearInterval(sampler);
-console.log(`peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MB`);
+console.log(`peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MB (this process: the fake remote's graphs and the PDUs built ahead included)`);
 await database.close();
 rmSync(dir, { recursive: true, force: true });
