@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import type { Pdu } from '../../src/protocol/events.js';
+import { stateKey, type Pdu } from '../../src/protocol/events.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import { storageBackends } from '../support/databases.js';
 import { RemoteServer, RoomGraph, tamper, type GraphEvent } from '../support/remote-server.js';
@@ -144,34 +144,46 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(await backward(roomId), []);
     });
 
-    test('a backfilled event failing auth is stored rejected and never served; a bad signature is dropped; the gap stays until filled', async () => {
+    test('backfilled events failing auth are stored rejected and never served; a bad signature is dropped; the gap stays until filled', async () => {
       const carol = '@carol:remote.test';
-      let h1: GraphEvent | undefined;
-      let bad: GraphEvent | undefined;
-      let h3: GraphEvent | undefined;
+      const text = (body: string) => ({ msgtype: 'm.text', body });
+      let e: Record<'h1' | 'leave' | 'stale' | 'rejoin' | 'wrongAuth' | 'stranger' | 'h3', GraphEvent> | undefined;
       const { roomId } = await roomWithGap((g) => {
-        h1 = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'one' } });
-        // Carol never joined: denied by its own auth events.
-        bad = g.eventSync({ type: 'm.room.message', sender: carol, content: { msgtype: 'm.text', body: 'let me in' } });
-        h3 = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'three' } });
-        return [h1, bad, h3];
+        const joined = g.stateAfter(g.extremities()[0]!);
+        const h1 = g.eventSync({ type: 'm.room.message', sender: BOB, content: text('one') });
+        const leave = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: BOB, content: { membership: 'leave' } });
+        // Allowed by its auth events (bob's old join), not by the state before it (he left): check 5.
+        const auth = [stateKey('m.room.create', ''), stateKey('m.room.power_levels', ''), stateKey('m.room.member', BOB)].map((k) => joined.get(k)!);
+        const stale = g.eventSync({ type: 'm.room.message', sender: BOB, content: text('after leaving'), auth });
+        const rejoin = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: BOB, content: { membership: 'join' } });
+        // Allowed by the state before it, not by its auth events (no membership of bob's): check 4.
+        const wrongAuth = g.eventSync({ type: 'm.room.message', sender: BOB, content: text('no membership cited'), auth: auth.slice(0, 2) });
+        // Carol never joined: denied by both.
+        const stranger = g.eventSync({ type: 'm.room.message', sender: carol, content: text('let me in') });
+        const h3 = g.eventSync({ type: 'm.room.message', sender: BOB, content: text('three') });
+        e = { h1, leave, stale, rejoin, wrongAuth, stranger, h3 };
+        return Object.values(e);
       });
-      const forged = tamper.signature(h3!.pdu, VERSION, 'remote.test');
-      const outcomes = await h.rooms.backfill('remote.test', roomId, [forged, bad!.pdu, h1!.pdu]);
-      assert.deepEqual(outcomes.map((o) => o.status), ['dropped', 'rejected', 'timeline'], JSON.stringify(outcomes));
+      const { h1, leave, stale, rejoin, wrongAuth, stranger, h3 } = e!;
+      const forged = tamper.signature(h3.pdu, VERSION, 'remote.test');
+      const answer = [forged, stranger.pdu, wrongAuth.pdu, rejoin.pdu, stale.pdu, leave.pdu, h1.pdu];
+      const outcomes = await h.rooms.backfill('remote.test', roomId, answer);
+      assert.deepEqual(outcomes.map((o) => o.status), ['dropped', 'rejected', 'rejected', 'timeline', 'rejected', 'timeline', 'timeline'], JSON.stringify(outcomes));
       assert.match(outcomes[0]!.reason!, /signatures/);
-      const stored = await rows([h1!.eventId, bad!.eventId, h3!.eventId]);
-      assert.deepEqual(stored.get(bad!.eventId), { status: 'rejected', position: null });
-      assert.equal(stored.has(h3!.eventId), false);
-      await rejectsWith(h.rooms.getEvent(alice, roomId, bad!.eventId), 404, 'M_NOT_FOUND');
+      const stored = await rows([h1, leave, stale, rejoin, wrongAuth, stranger, h3].map((x) => x.eventId));
+      for (const x of [stale, wrongAuth, stranger]) {
+        assert.deepEqual(stored.get(x.eventId), { status: 'rejected', position: null });
+        await rejectsWith(h.rooms.getEvent(alice, roomId, x.eventId), 404, 'M_NOT_FOUND');
+      }
+      assert.equal(stored.has(h3.eventId), false);
       const page = await h.rooms.messages(alice, roomId, { dir: 'b', limit: 50 });
-      const seen = page.chunk.map((e) => e.event_id);
-      assert.ok(seen.includes(h1!.eventId));
-      assert.ok(!seen.includes(bad!.eventId));
-      assert.deepEqual(await backward(roomId), [h3!.eventId]);
-      // Filled by an honest copy: its prev event is the rejected one, so its state is the origin's.
+      assert.deepEqual(page.chunk.slice(-3).map((x) => x.event_id), [rejoin.eventId, leave.eventId, h1.eventId]);
+      assert.deepEqual(await backward(roomId), [h3.eventId]);
+      // Filled by an honest copy: its prev event is a rejected one, so its state is the origin's.
+      remote.requests.length = 0;
       const [filled] = await h.rooms.backfillFrom('remote.test', roomId, 1);
       assert.equal(filled!.status, 'timeline', filled!.reason);
+      assert.deepEqual(remote.requests.filter((r) => r.method === 'stateIdsAt').map((r) => r.args[0]), [h3.eventId]);
       assert.deepEqual(await backward(roomId), []);
     });
 
@@ -202,6 +214,10 @@ for (const backend of await storageBackends()) {
       });
       // The state before `after` held bob's new member event: fetched as an outlier.
       assert.deepEqual((await rows([rename!.eventId])).get(rename!.eventId), { status: 'outlier', position: null });
+      // The newest first: its prev event is that outlier, known without its state, so a gap.
+      const first = await h.rooms.backfillFrom('remote.test', roomId, 1);
+      assert.deepEqual(first.map((o) => o.status), ['timeline'], JSON.stringify(first));
+      assert.deepEqual(await backward(roomId), [rename!.eventId]);
       const outcomes = await h.rooms.backfillFrom('remote.test', roomId, 2);
       assert.deepEqual(outcomes.map((o) => o.status), ['timeline', 'timeline'], JSON.stringify(outcomes));
       const stored = await rows(history.map((e) => e.eventId));

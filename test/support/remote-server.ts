@@ -307,9 +307,9 @@ export class RemoteServer {
     this.requests.push({ method: 'backfill', args: [roomId, [...from], limit] });
     const graph = this.graphs.get(roomId);
     if (graph === undefined) throw HearthError.notFound(`${this.serverName} is not in ${roomId}`);
-    const seen = new Set<string>();
+    let front = [...new Set(from)].filter((id) => this.find(id)?.graph === graph);
+    const seen = new Set<string>(front);
     const found: string[] = [];
-    let front = from.filter((id) => this.find(id)?.graph === graph && !seen.has(id) && seen.add(id));
     while (front.length > 0 && found.length < limit) {
       const next: string[] = [];
       for (const id of front) {

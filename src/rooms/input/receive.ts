@@ -331,7 +331,7 @@ export class EventReceiver {
       else outcomes[index] = { eventId: undefined, status: 'dropped', reason: result.reason };
     });
     // Oldest first, so that each event's prev events are decided before it.
-    list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth || a.c.pdu.origin_server_ts - b.c.pdu.origin_server_ts || (a.c.ref.eventId < b.c.ref.eventId ? -1 : 1));
+    list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth || a.c.pdu.origin_server_ts - b.c.pdu.origin_server_ts || compareIds(a.c.ref.eventId, b.c.ref.eventId));
     const facts = await this.facts(list.map((l) => l.c.ref.eventId));
     // Positions for the events not stored yet (each id once), the newest nearest 0.
     const fresh = [...new Set(list.filter((l) => (facts.known.get(l.c.ref.eventId)?.status ?? 'outlier') === 'outlier').map((l) => l.c.ref.eventId))];
@@ -502,6 +502,10 @@ function candidateOf(result: Extract<PduCheckResult, { ok: true }>, head: RoomHe
     ...(head.version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(result.pdu, head.version)) } : {}),
   };
   return { pdu: result.pdu, json: JSON.stringify(result.pdu), event: result.event, ref };
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
