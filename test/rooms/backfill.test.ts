@@ -206,6 +206,19 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(page.chunk.slice(-3).map((e) => e.event_id), [...ids].reverse());
     });
 
+    test('a redaction in history takes effect on its target, backfilled with it', async () => {
+      let target: GraphEvent | undefined;
+      const { roomId, history } = await roomWithGap((g) => {
+        target = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'regret' } });
+        return [target, g.eventSync({ type: 'm.room.redaction', sender: BOB, content: {}, redacts: target.eventId })];
+      });
+      const outcomes = await h.rooms.backfillFrom('remote.test', roomId, 2);
+      assert.deepEqual(outcomes.map((o) => o.status), ['timeline', 'timeline'], JSON.stringify(outcomes));
+      const served = await h.rooms.getEvent(alice, roomId, target!.eventId);
+      assert.deepEqual(served.content, {});
+      assert.equal((served.unsigned as { redacted_because?: { event_id: string } }).redacted_because?.event_id, history[1]!.eventId);
+    });
+
     test('an event known as an outlier (part of the state at the gap) is backfilled in full', async () => {
       let rename: GraphEvent | undefined;
       const { roomId, history } = await roomWithGap((g) => {

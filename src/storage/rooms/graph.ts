@@ -219,7 +219,8 @@ export async function allocateBackfillPositions(trx: Kysely<Schema>, count: numb
  * decided one by one, oldest first, that must be numbered newest first. Positions a backfill
  * does not use stay unused.
  */
-export function reserveBackfillPositions(db: Kysely<Schema>, count: number): Promise<number[]> {
+export async function reserveBackfillPositions(db: Kysely<Schema>, count: number): Promise<number[]> {
+  if (count <= 0) return [];
   return db.transaction().execute((trx) => allocateBackfillPositions(trx, count));
 }
 
