@@ -206,6 +206,31 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(page.chunk.slice(-3).map((e) => e.event_id), [...ids].reverse());
     });
 
+    test('two backfills of one gap at once store each event once', async () => {
+      const { roomId, history } = await roomWithGap((g) => messages(g, 4));
+      const ids = history.map((e) => e.eventId);
+      const pdus = history.map((e) => e.pdu).reverse();
+      const [a, b] = await Promise.all([h.rooms.backfill('remote.test', roomId, pdus), h.rooms.backfill('remote.test', roomId, pdus)]);
+      for (const outcomes of [a!, b!]) assert.deepEqual(outcomes.map((o) => o.status), ['timeline', 'timeline', 'timeline', 'timeline'], JSON.stringify(outcomes));
+      const stored = await rows(ids);
+      const positions = ids.map((id) => stored.get(id)!.position!);
+      assert.deepEqual([...positions].sort((x, y) => x - y), positions, `older history lower: ${positions}`);
+      assert.deepEqual(await backward(roomId), []);
+      // The room's head lived through it: a send builds on it.
+      await h.rooms.sendMessage(alice, roomId, 'm.room.message', { msgtype: 'm.text', body: 'still fine' });
+
+      // Asked of the remote twice at once: the second finds the gap filled.
+      const other = await roomWithGap((g) => messages(g, 4));
+      remote.requests.length = 0;
+      const [first, second] = await Promise.all([h.rooms.backfillFrom('remote.test', other.roomId, 4), h.rooms.backfillFrom('remote.test', other.roomId, 4)]);
+      assert.deepEqual(first!.map((o) => o.status), ['timeline', 'timeline', 'timeline', 'timeline'], JSON.stringify(first));
+      assert.deepEqual(second, []);
+      assert.equal(remote.requests.filter((r) => r.method === 'backfill').length, 1);
+      const positionsOther = await rows(other.history.map((e) => e.eventId));
+      const ordered = other.history.map((e) => positionsOther.get(e.eventId)!.position!);
+      assert.deepEqual([...ordered].sort((x, y) => x - y), ordered, `older history lower: ${ordered}`);
+    });
+
     test('a redaction in history takes effect on its target, backfilled with it', async () => {
       let target: GraphEvent | undefined;
       const { roomId, history } = await roomWithGap((g) => {

@@ -301,10 +301,30 @@ export class EventReceiver {
     const head = await this.core.head(roomId);
     const max = Math.min(Math.floor(limit), BACKFILL_MAX);
     if (!(max > 0)) return [];
-    const from = await deepestBackwardExtremities(this.core.db, head.roomNid!, BACKFILL_FROM);
-    if (from.length === 0) return [];
-    const pdus = await orNothing(this.ports.remote.backfill(origin, roomId, from, max), []);
-    return this.backfill(origin, roomId, pdus.slice(0, max));
+    return this.oneBackfillAtATime(roomId, async () => {
+      const from = await deepestBackwardExtremities(this.core.db, head.roomNid!, BACKFILL_FROM);
+      if (from.length === 0) return [];
+      const pdus = await orNothing(this.ports.remote.backfill(origin, roomId, from, max), []);
+      return this.backfillNow(origin, roomId, pdus.slice(0, max));
+    });
+  }
+
+  /** Each room's backfill under way, the last queued. */
+  private readonly backfills = new Map<string, Promise<unknown>>();
+
+  /**
+   * Backfills of one room run one after another: each reserves its positions below the last's
+   * and decides its events in one run, so positions follow history, and the second of two for
+   * one gap finds the events stored.
+   */
+  private async oneBackfillAtATime<T>(roomId: string, run: () => Promise<T>): Promise<T> {
+    const next = (this.backfills.get(roomId) ?? Promise.resolve()).catch(() => undefined).then(run);
+    this.backfills.set(roomId, next);
+    try {
+      return await next;
+    } finally {
+      if (this.backfills.get(roomId) === next) this.backfills.delete(roomId);
+    }
   }
 
   /**
@@ -316,7 +336,11 @@ export class EventReceiver {
    * extremities or the current state, negative positions numbered newest first. Events stored
    * already (a second backfill of the same history) keep what was decided.
    */
-  async backfill(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+  backfill(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    return this.oneBackfillAtATime(roomId, () => this.backfillNow(origin, roomId, pdus));
+  }
+
+  private async backfillNow(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
     const head = await this.core.findHead(roomId);
     if (head === undefined) return pdus.map(() => ({ eventId: undefined, status: 'dropped', reason: 'unknown room' }));
     const outcomes: ReceiveOutcome[] = new Array(pdus.length);
@@ -379,7 +403,6 @@ export class EventReceiver {
     if (known !== undefined && known.status !== 'outlier') return { outcome: { eventId, status: known.status } };
     // Listed twice, and not stored the first time: not decided again.
     if (position === undefined) return { outcome: { eventId, status: 'dropped', reason: 'listed twice' } };
-    if (known !== undefined) c.ref.nid = known.nid;
 
     // Auth events: missing ones are fetched and stored as outliers.
     const authIds = referenceIds(c.pdu.auth_events);
@@ -409,6 +432,12 @@ export class EventReceiver {
     const redactedBy = await this.earlierRedaction(c, facts.redactions.get(eventId) ?? []);
     const written = await this.core.queue.run(roomId, async () => {
       const head = await this.core.head(roomId);
+      // Decided while this was gathered (received live meanwhile): as decided, not twice.
+      const raced = head.unwritten.get(eventId);
+      if (raced !== undefined) return { raced };
+      const now = await reader.event(eventId);
+      if (now !== undefined && now.status !== 'outlier') return { raced: Promise.resolve(eventId) };
+      if (now !== undefined) c.ref.nid = now.nid;
       const unit = await decideBackfilled({ db: this.core.db, reader }, head, c, {
         authEvents,
         ...(stateOverride !== undefined ? { stateOverride } : {}),
@@ -416,9 +445,14 @@ export class EventReceiver {
         ...(redactedBy !== undefined ? { redactedBy } : {}),
         position,
       });
-      const stored = known === undefined ? unit : { ...unit, upgradesOutlier: true };
+      const stored = now === undefined ? unit : { ...unit, upgradesOutlier: true };
       return { unit, stored: this.core.writeDecided(head, [stored]) };
     });
+    if (written.raced !== undefined) {
+      await written.raced.catch(() => undefined);
+      const decided = await reader.event(eventId);
+      return { outcome: decided === undefined ? { eventId, status: 'dropped', reason: 'decided elsewhere, not stored' } : { eventId, status: decided.status } };
+    }
     const reason = written.unit.rejectionReason;
     return { outcome: { eventId, status: written.unit.status, ...(reason !== undefined ? { reason } : {}) }, stored: written.stored };
   }
