@@ -13,6 +13,7 @@ import { storageBackends } from '../support/databases.js';
 import { RemoteServer, RoomGraph, tamper, type GraphEvent } from '../support/remote-server.js';
 import { keyRingOf, remoteEventsOf } from '../support/remote-ports.js';
 import type { KeyRing } from '../../src/rooms/input/key-ring.js';
+import type { RemoteEvents } from '../../src/rooms/input/remote-events.js';
 import { rejectsWith, SERVER, useRoomsHarness, user } from './helpers.js';
 
 const BOB = '@bob:remote.test';
@@ -30,7 +31,22 @@ for (const backend of await storageBackends()) {
         return found;
       },
     };
-    const h = useRoomsHarness(backend, { defaultRoomVersion: '10', keyRing, remoteEvents: remoteEventsOf(remote) });
+    // /state_ids answers can be held back, to receive an event live while a backfill gathers for it.
+    const ports = remoteEventsOf(remote);
+    let held: { reached: () => void; release: Promise<void> } | undefined;
+    const remoteEvents: RemoteEvents = {
+      ...ports,
+      async stateIdsAt(origin, roomId, eventId) {
+        const hold = held;
+        held = undefined;
+        if (hold !== undefined) {
+          hold.reached();
+          await hold.release;
+        }
+        return ports.stateIdsAt(origin, roomId, eventId);
+      },
+    };
+    const h = useRoomsHarness(backend, { defaultRoomVersion: '10', keyRing, remoteEvents });
     const alice = user('alice');
 
     /**
@@ -229,6 +245,30 @@ for (const backend of await storageBackends()) {
       const positionsOther = await rows(other.history.map((e) => e.eventId));
       const ordered = other.history.map((e) => positionsOther.get(e.eventId)!.position!);
       assert.deepEqual([...ordered].sort((x, y) => x - y), ordered, `older history lower: ${ordered}`);
+    });
+
+    test('an event received live while a backfill gathers for it is decided once', async () => {
+      const { roomId, history } = await roomWithGap((g) => messages(g, 3));
+      const newest = history[2]!;
+      let reached!: () => void;
+      const gathering = new Promise<void>((resolve) => (reached = resolve));
+      let release!: () => void;
+      held = { reached, release: new Promise<void>((resolve) => (release = resolve)) };
+      // The newest history event's prev is missing: the backfill asks for the state before it.
+      const backfilled = h.rooms.backfillFrom('remote.test', roomId, 1);
+      await gathering;
+      // Meanwhile it arrives live (its prev events fetched with it): on the stream.
+      const [live] = await h.rooms.receive('remote.test', [newest.pdu]);
+      assert.equal(live!.status, 'timeline', live!.reason);
+      release();
+      const outcomes = await backfilled;
+      assert.deepEqual(outcomes, [{ eventId: newest.eventId, status: 'timeline' }]);
+      const stored = await rows(history.map((e) => e.eventId));
+      assert.ok(stored.get(newest.eventId)!.position! > 0, 'as received live');
+      // The head lived through it.
+      const sent = await h.rooms.sendMessage(alice, roomId, 'm.room.message', { msgtype: 'm.text', body: 'still fine' });
+      assert.ok((await h.rooms.reader.event(sent))!.pdu.prev_events.length > 0);
+      assert.deepEqual(await backward(roomId), []);
     });
 
     test('a redaction in history takes effect on its target, backfilled with it', async () => {
