@@ -6,6 +6,7 @@
 //   (fetched like /get_missing_events and received first), and when a gap remains, the state
 //   before the event as the origin gives it (like /state_ids), its events stored as outliers.
 //   4–6. In the room's queue (decide.ts): rejected, soft-failed or accepted.
+// Backfilled history (backfill, below) gets 1–5 only, and its missing prev events are not fetched.
 // Every fetch is bounded: a batch spends at most FETCH_BUDGET requests to other servers.
 
 import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
