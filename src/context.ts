@@ -30,6 +30,7 @@ import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
 import { ErasedUsers } from './rooms/erased-users.js';
 import { StaticKeyRing } from './rooms/input/key-ring.js';
+import type { RemoteEvents } from './rooms/input/remote-events.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
 import { AccountService, type AccountServiceDeps } from './users/accounts.js';
@@ -161,7 +162,7 @@ export function accountService(
  * The parts, in order. To add an area, build its service from `core` (and earlier services) and
  * add one part; later parts may use the services of earlier ones.
  */
-async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; services: Services }> {
+async function buildParts(core: ServerCore, remoteEvents: RemoteEvents | undefined): Promise<{ parts: ServerPart[]; services: Services }> {
   const { config, db, serverName, notifier } = core;
   const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
   const sharing = (userId: string) => usersSharingRooms(db, userId);
@@ -190,6 +191,7 @@ async function buildParts(core: ServerCore): Promise<{ parts: ServerPart[]; serv
     serverName,
     signingKey: core.signingKey,
     keyRing,
+    ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
@@ -296,6 +298,8 @@ export interface CreateServerOptions {
   logger?: boolean | object;
   /** How long requests in progress may run on after close() is called; default 5 s. */
   closeGraceMs?: number;
+  /** Where the room server asks other servers for events (default: nowhere, gaps stay gaps). */
+  remoteEvents?: RemoteEvents;
 }
 
 export interface HearthServer {
@@ -384,7 +388,7 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
       notifier,
       log,
     };
-    const built = await buildParts(core);
+    const built = await buildParts(core, options.remoteEvents);
     parts.push(...built.parts);
     const authenticators = parts.flatMap((p) => (p.authenticate ? [p.authenticate] : []));
     if (authenticators.length > 1) throw new Error('more than one part authenticates access tokens');

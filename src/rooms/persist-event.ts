@@ -68,6 +68,11 @@ export interface PersistEvent {
   readonly backward: { readonly add: readonly string[]; readonly remove: readonly string[] } | undefined;
   /** The event is stored already as an outlier (ref.nid is its row): its row is updated, not inserted. */
   readonly upgradesOutlier?: boolean;
+  /**
+   * For a backfilled event: the position reserved for it before it was decided (a backfill decides
+   * history oldest first but numbers it newest first). Without one the writer allocates.
+   */
+  readonly reservedPosition?: number;
   /** Set by the writer for events that take a position. */
   streamOrdering: number | undefined;
 }

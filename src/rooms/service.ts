@@ -60,6 +60,23 @@ export class RoomService {
     return this.receiver.receive(origin, pdus);
   }
 
+  /**
+   * Stores history another server returned for a backfill of the room (events older than its
+   * backward extremities): checked like received events but never soft-failed, on negative
+   * positions, never news to a sync, the forward extremities and current state untouched.
+   */
+  backfill(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    return this.receiver.backfill(origin, roomId, pdus);
+  }
+
+  /**
+   * Fills history before the room's backward extremities from `origin` (like GET /backfill), at
+   * most `limit` events; each one's outcome (none when the room has no gap).
+   */
+  backfillFrom(origin: string, roomId: string, limit: number): Promise<ReceiveOutcome[]> {
+    return this.receiver.backfillFrom(origin, roomId, limit);
+  }
+
   /** Read access to rooms and events (what sync builds on). */
   get reader(): RoomReader {
     return this.core.reader;

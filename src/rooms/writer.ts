@@ -248,7 +248,8 @@ export class EventWriter {
       const first = await this.queries.allocateEventPositions(trx, onStream.length);
       onStream.forEach((e, i) => (e.streamOrdering = first + i));
     }
-    const backfilled = events.filter((e) => e.position === 'backfill');
+    for (const e of events) if (e.position === 'backfill' && e.reservedPosition !== undefined) e.streamOrdering = e.reservedPosition;
+    const backfilled = events.filter((e) => e.position === 'backfill' && e.reservedPosition === undefined);
     if (backfilled.length > 0) {
       const positions = await allocateBackfillPositions(trx, backfilled.length);
       backfilled.forEach((e, i) => (e.streamOrdering = positions[i]));

@@ -38,5 +38,6 @@ export function remoteEventsOf(...remotes: RemoteServer[]): RemoteEvents {
       const answer = await named(origin).stateIdsAt(eventId);
       return { pduIds: answer.pdu_ids, authChainIds: answer.auth_chain_ids };
     },
+    backfill: (origin, roomId, from, limit) => named(origin).backfill(roomId, from, limit),
   };
 }

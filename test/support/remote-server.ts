@@ -1,7 +1,7 @@
 // A fake remote homeserver for federation tests, without a network: its own server name and
 // Ed25519 keys, fully hashed and signed PDUs for any room version built from a graph description,
 // its key-server answer, and the answers a receiver asks a remote for (events by id,
-// /get_missing_events, /state_ids) as plain async methods. Several remotes may build one room
+// /get_missing_events, /state_ids, /backfill) as plain async methods. Several remotes may build one room
 // graph; each event is signed by its sender's server.
 //
 // A graph does not authorize what it builds: a test may build events the rules deny, and the
@@ -135,7 +135,7 @@ export class RemoteServer {
   private readonly withheld = new Set<string>();
   private lastTs = 0;
   /** Every request answered, in order: what a test can assert a receiver asked for. */
-  readonly requests: { method: 'getEvents' | 'getMissingEvents' | 'stateIdsAt'; args: unknown[] }[] = [];
+  readonly requests: { method: 'getEvents' | 'getMissingEvents' | 'stateIdsAt' | 'backfill'; args: unknown[] }[] = [];
 
   constructor(options: RemoteServerOptions = {}) {
     this.serverName = options.serverName ?? 'remote.test';
@@ -296,6 +296,34 @@ export class RemoteServer {
       front = next;
     }
     return found.slice(0, limit).reverse().map((id) => graph.get(id)!.pdu);
+  }
+
+  /**
+   * GET /backfill/{roomId}?v=&limit=: the events `from` names and the history before them, a
+   * breadth-first walk back over prev_events, at most `limit` events, newest first (as deployed
+   * servers answer). Events it does not have are neither returned nor walked through.
+   */
+  async backfill(roomId: string, from: readonly string[], limit = 10): Promise<Pdu[]> {
+    this.requests.push({ method: 'backfill', args: [roomId, [...from], limit] });
+    const graph = this.graphs.get(roomId);
+    if (graph === undefined) throw HearthError.notFound(`${this.serverName} is not in ${roomId}`);
+    let front = [...new Set(from)].filter((id) => this.find(id)?.graph === graph);
+    const seen = new Set<string>(front);
+    const found: string[] = [];
+    while (front.length > 0 && found.length < limit) {
+      const next: string[] = [];
+      for (const id of front) {
+        if (found.length >= limit) break;
+        found.push(id);
+        for (const prev of graph.get(id)!.event.prev_events) {
+          if (seen.has(prev) || this.find(prev) === undefined) continue;
+          seen.add(prev);
+          next.push(prev);
+        }
+      }
+      front = next;
+    }
+    return found.map((id) => graph.get(id)!.pdu);
   }
 
   /**

@@ -20,6 +20,7 @@ import { type HearthConfig, loadConfig } from '../../src/config/index.js';
 import { type HearthServer, createServer } from '../../src/context.js';
 import { type TestDatabase, createPostgresDatabase, createSqliteDatabase, storageBackends } from './databases.js';
 import { forwardTo } from './forward.js';
+import type { RemoteEvents } from '../../src/rooms/input/remote-events.js';
 
 export type Backend = 'sqlite' | 'postgres';
 
@@ -36,6 +37,8 @@ export interface StartTestServerOptions {
   serverName?: string;
   /** Show the server's logs (at this level) on standard output; default: none. */
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** Other servers' events, as the room server asks for them (e.g. fake remotes, remote-ports.ts). */
+  remoteEvents?: RemoteEvents;
 }
 
 export interface TestUser {
@@ -126,7 +129,11 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     if (warnings.length > 0) {
       throw new Error(`test configuration has unknown keys: ${warnings.map((w) => `${w.path}: ${w.message}`).join('; ')}`);
     }
-    server = await createServer(config, { closeGraceMs: 1000, ...(options.logLevel ? {} : { logger: false }) });
+    server = await createServer(config, {
+      closeGraceMs: 1000,
+      ...(options.logLevel ? {} : { logger: false }),
+      ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
+    });
     const [listener] = await server.listen();
     const running = server;
     let closed: Promise<void> | undefined;

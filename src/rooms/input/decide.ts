@@ -159,21 +159,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   }
   head.extremities = extremities;
 
-  // A redaction that takes effect on a current state event changes what later auth checks read.
-  let redactionTarget: string | undefined;
-  let redactedCurrent = false;
-  if (c.event.type === 'm.room.redaction' && c.event.redacts !== undefined) {
-    const target = await deps.reader.event(c.event.redacts);
-    if (target !== undefined && target.roomId === head.roomId && target.status !== 'rejected') {
-      const targetEvent = roomEventOf(target);
-      if (redactionApplies(c.event, targetEvent, before.state, version)) {
-        redactionTarget = target.eventId;
-        if (target.stateKey !== undefined) {
-          redactedCurrent = head.replaceStateEvent(stateKey(target.type, target.stateKey), redactedRoomEvent(targetEvent, head));
-        }
-      }
-    }
-  }
+  const { redactionTarget, redactedCurrent } = await redactionOf(deps, head, c, before.state);
   const currentState: CurrentStateChange | undefined =
     changes.length > 0 || redactedCurrent ? { changes, snapshot: head.snapshot!, summary: head.summary() } : undefined;
   return {
@@ -188,6 +174,105 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     currentState,
     redactionTarget,
   };
+}
+
+/** What gathering found for a backfilled event: no extremity question, and a position reserved. */
+export interface GatheredBackfill extends Omit<Gathered, 'citedByStored'> {
+  /** Its negative position, reserved with the rest of its backfill (newer history nearer 0). */
+  readonly position: number;
+}
+
+/**
+ * Decides a backfilled event: history from before the room's backward extremities. Checks 4 and 5
+ * only: history is not judged by today's state (as the reference server does not soft-fail
+ * backfilled events). Accepted, it takes its reserved negative position; the forward extremities
+ * and the current state stay as they are. Its id leaves the backward extremities and its prev
+ * events this server lacks join them, rejected or not.
+ */
+export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Candidate, g: GatheredBackfill): Promise<PersistEvent> {
+  const version = head.version;
+  const base = {
+    head,
+    ref: c.ref,
+    pdu: c.pdu,
+    json: c.json,
+    event: c.event,
+    stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
+    txn: undefined,
+    redactedBy: g.redactedBy,
+    backward: { add: g.missingPrev, remove: [c.ref.eventId] },
+    extremities: undefined,
+    streamOrdering: undefined,
+  };
+  const reject = (reason: string | undefined, before: SnapshotRef | null): PersistEvent => ({
+    ...base,
+    status: 'rejected',
+    rejectionReason: reason,
+    position: 'none',
+    snapshotBefore: before,
+    snapshotAfter: before,
+    unsigned: undefined,
+    currentState: undefined,
+    redactionTarget: undefined,
+  });
+
+  // 4. The auth events themselves (rule 2), then the rules against the state they make.
+  const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
+  const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
+  if (!listed.allowed) return reject(listed.reason, null);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
+  if (!byAuthEvents.allowed) return reject(byAuthEvents.reason, null);
+
+  // 5. The state before the event: its prev events' states, or the origin's answer for a gap.
+  await Promise.allSettled([...head.unwritten.values()]);
+  const source = new StoredStateSource(deps.db, deps.reader, head, [c]);
+  const before = await stateBefore(deps, head, referenceIds(c.pdu.prev_events), g.stateOverride, source);
+  const byStateBefore = checkEventAuth(c.event, before.state, version);
+  if (!byStateBefore.allowed) return reject(byStateBefore.reason, before.snapshot);
+
+  let unsigned: JsonObject | undefined;
+  let snapshotAfter = before.snapshot;
+  if (base.stateKey !== undefined) {
+    const prior = before.state.get(base.stateKey);
+    if (prior !== undefined) unsigned = { replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
+    snapshotAfter = snapshotOn(before.snapshot, [base.stateKey], new Map(before.refs).set(base.stateKey, c.ref));
+  }
+
+  // 6 does not apply. A redaction in history still takes effect on its target.
+  const { redactionTarget, redactedCurrent } = await redactionOf(deps, head, c, before.state);
+  return {
+    ...base,
+    status: 'timeline',
+    rejectionReason: undefined,
+    position: 'backfill',
+    reservedPosition: g.position,
+    snapshotBefore: before.snapshot,
+    snapshotAfter,
+    unsigned,
+    // Only a current state event's content changing (redacted): no key changes.
+    currentState: redactedCurrent ? { changes: [], snapshot: head.snapshot!, summary: head.summary() } : undefined,
+    redactionTarget,
+  };
+}
+
+/**
+ * For a redaction: its target, when the redaction takes effect on it. A current state event
+ * redacted changes what later auth checks read: the head's copy is redacted too.
+ */
+async function redactionOf(
+  deps: DecideDeps,
+  head: RoomHead,
+  c: Candidate,
+  before: ReadonlyMap<StateKey, RoomEvent>,
+): Promise<{ redactionTarget: string | undefined; redactedCurrent: boolean }> {
+  if (c.event.type !== 'm.room.redaction' || c.event.redacts === undefined) return { redactionTarget: undefined, redactedCurrent: false };
+  const target = await deps.reader.event(c.event.redacts);
+  if (target === undefined || target.roomId !== head.roomId || target.status === 'rejected') return { redactionTarget: undefined, redactedCurrent: false };
+  const targetEvent = roomEventOf(target);
+  if (!redactionApplies(c.event, targetEvent, before, head.version)) return { redactionTarget: undefined, redactedCurrent: false };
+  const redactedCurrent =
+    target.stateKey !== undefined && head.replaceStateEvent(stateKey(target.type, target.stateKey), redactedRoomEvent(targetEvent, head));
+  return { redactionTarget: target.eventId, redactedCurrent };
 }
 
 /** The state before an event citing `prevIds`: one prev event's state after, or several resolved. */

@@ -6,6 +6,7 @@
 //   (fetched like /get_missing_events and received first), and when a gap remains, the state
 //   before the event as the origin gives it (like /state_ids), its events stored as outliers.
 //   4–6. In the room's queue (decide.ts): rejected, soft-failed or accepted.
+// Backfilled history (backfill, below) gets 1–5 only, and its missing prev events are not fetched.
 // Every fetch is bounded: a batch spends at most FETCH_BUDGET requests to other servers.
 
 import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
@@ -21,9 +22,16 @@ import type { EventStatus, PersistEvent } from '../persist-event.js';
 import { roomEventOf, storedEventFromRow, type StoredEvent } from '../stored-event.js';
 import { refOf } from '../head-loader.js';
 import { decideReceived, type Candidate } from './decide.js';
+import { decideBackfilled } from './decide.js';
+import { deepestBackwardExtremities, reserveBackfillPositions } from '../../storage/rooms/graph.js';
 import type { KeyRing } from './key-ring.js';
 import { checkReceivedPdus, type PduCheckResult } from './pdu-checks.js';
 import type { RemoteEvents } from './remote-events.js';
+
+/** Backward extremities one backfill request starts from, at most (as the reference server asks). */
+const BACKFILL_FROM = 5;
+/** Events one backfill asks for and takes, at most. */
+const BACKFILL_MAX = 500;
 
 /** Requests to other servers one received batch may cause, at most. */
 const FETCH_BUDGET = 20;
@@ -294,6 +302,192 @@ export class EventReceiver {
     }
     return undefined;
   }
+
+  /**
+   * Fills history before the room's backward extremities (the deepest few) from `origin`, like
+   * GET /backfill: at most `limit` events, each received as `backfill` receives it. Nothing when
+   * the room has no gap or the origin does not answer.
+   */
+  async backfillFrom(origin: string, roomId: string, limit: number): Promise<ReceiveOutcome[]> {
+    const head = await this.core.head(roomId);
+    const max = Math.min(Math.floor(limit), BACKFILL_MAX);
+    if (!(max > 0)) return [];
+    return this.oneBackfillAtATime(roomId, async () => {
+      const from = await deepestBackwardExtremities(this.core.db, head.roomNid!, BACKFILL_FROM);
+      if (from.length === 0) return [];
+      const pdus = await orNothing(this.ports.remote.backfill(origin, roomId, from, max), []);
+      return this.backfillNow(origin, roomId, pdus.slice(0, max));
+    });
+  }
+
+  /** Each room's backfill under way, the last queued. */
+  private readonly backfills = new Map<string, Promise<unknown>>();
+
+  /**
+   * Backfills of one room run one after another: each reserves its positions below the last's
+   * and decides its events in one run, so positions follow history, and the second of two for
+   * one gap finds the events stored.
+   */
+  private async oneBackfillAtATime<T>(roomId: string, run: () => Promise<T>): Promise<T> {
+    const next = (this.backfills.get(roomId) ?? Promise.resolve()).catch(() => undefined).then(run);
+    this.backfills.set(roomId, next);
+    try {
+      return await next;
+    } finally {
+      if (this.backfills.get(roomId) === next) this.backfills.delete(roomId);
+    }
+  }
+
+  /**
+   * Receives history `origin` returned for a backfill of `roomId`; each one's outcome in the order
+   * given. Checks 1–3, then, oldest first, what deciding needs (missing auth events fetched as
+   * outliers; for prev events this server lacks, the state before the event as the origin gives
+   * it; missing prev events are not fetched: they become backward extremities), then checks 4–5
+   * in the room's queue (decide.ts decideBackfilled): no soft failure, no change to the forward
+   * extremities or the current state, negative positions numbered newest first. Events stored
+   * already (a second backfill of the same history) keep what was decided.
+   */
+  backfill(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    return this.oneBackfillAtATime(roomId, () => this.backfillNow(origin, roomId, pdus));
+  }
+
+  private async backfillNow(origin: string, roomId: string, pdus: readonly unknown[]): Promise<ReceiveOutcome[]> {
+    const head = await this.core.findHead(roomId);
+    if (head === undefined) return pdus.map(() => ({ eventId: undefined, status: 'dropped', reason: 'unknown room' }));
+    const outcomes: ReceiveOutcome[] = new Array(pdus.length);
+    // 1–3, and the room the request was for.
+    const checked = await checkReceivedPdus(
+      pdus.map((json) => ({ json, version: head.version, options: { roomId } })),
+      this.ports.keyRing,
+    );
+    const list: { index: number; c: Candidate }[] = [];
+    checked.forEach((result, index) => {
+      if (result.ok) list.push({ index, c: candidateOf(result, head) });
+      else outcomes[index] = { eventId: undefined, status: 'dropped', reason: result.reason };
+    });
+    // Oldest first, so that each event's prev events are decided before it.
+    list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth || a.c.pdu.origin_server_ts - b.c.pdu.origin_server_ts || compareIds(a.c.ref.eventId, b.c.ref.eventId));
+    const facts = await this.facts(list.map((l) => l.c.ref.eventId));
+    // Positions for the events not stored yet (each id once), the newest nearest 0.
+    const fresh = [...new Set(list.filter((l) => (facts.known.get(l.c.ref.eventId)?.status ?? 'outlier') === 'outlier').map((l) => l.c.ref.eventId))];
+    const reserved = await reserveBackfillPositions(this.core.db, fresh.length);
+    const positions = new Map(fresh.map((id, i) => [id, reserved[fresh.length - 1 - i]!]));
+    const budget: Budget = { fetches: FETCH_BUDGET };
+    const writes: { index: number; stored: Promise<unknown> }[] = [];
+    for (const { index, c } of list) {
+      try {
+        const position = positions.get(c.ref.eventId);
+        // Stored already, or twice in this answer: as decided.
+        positions.delete(c.ref.eventId);
+        const { outcome, stored } = await this.acceptBackfilled(origin, roomId, c, position, budget, facts);
+        outcomes[index] = outcome;
+        if (stored !== undefined) writes.push({ index, stored });
+      } catch (err) {
+        outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    for (const { index, stored } of writes) {
+      try {
+        await stored;
+      } catch (err) {
+        outcomes[index] = { eventId: outcomes[index]!.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    return outcomes;
+  }
+
+  /** Gathers what deciding a backfilled event needs, then decides it in the room's queue. */
+  private async acceptBackfilled(
+    origin: string,
+    roomId: string,
+    c: Candidate,
+    position: number | undefined,
+    budget: Budget,
+    facts: BatchFacts,
+  ): Promise<{ outcome: ReceiveOutcome; stored?: Promise<unknown> }> {
+    const reader = this.core.reader;
+    const eventId = c.ref.eventId;
+    const head = await this.core.head(roomId);
+    await head.unwritten.get(eventId)?.catch(() => undefined);
+    // Read afresh: an event of this answer may have been stored meanwhile (as an outlier, fetched for another).
+    const known = await reader.event(eventId);
+    if (known !== undefined && known.status !== 'outlier') return { outcome: { eventId, status: known.status } };
+    // Listed twice, and not stored the first time: not decided again.
+    if (position === undefined) return { outcome: { eventId, status: 'dropped', reason: 'listed twice' } };
+
+    // Auth events: missing ones are fetched and stored as outliers.
+    const authIds = referenceIds(c.pdu.auth_events);
+    await Promise.allSettled(authIds.flatMap((id) => head.unwritten.get(id) ?? []));
+    let authEvents = await reader.events(authIds);
+    const missingAuth = authIds.filter((id) => !authEvents.has(id));
+    if (missingAuth.length > 0) {
+      await this.fetchOutliers(origin, roomId, missingAuth, budget);
+      authEvents = await reader.events(authIds);
+    }
+
+    // Prev events: those decided just before (earlier in this answer) are waited for, their state
+    // is read. One not stored, or stored without its state (an outlier), is a gap: not fetched,
+    // it becomes a backward extremity, and the state before the event is the origin's.
+    const prevIds = referenceIds(c.pdu.prev_events);
+    await Promise.allSettled(prevIds.flatMap((id) => head.unwritten.get(id) ?? []));
+    const prevs = await reader.events(prevIds);
+    const missingPrev = prevIds.filter((id) => (prevs.get(id)?.status ?? 'outlier') === 'outlier');
+    const withState = prevIds.filter((id) => prevs.get(id)?.stateAfterNid !== undefined);
+    let stateOverride: Map<StateKey, StoredEvent> | undefined;
+    if ((missingPrev.length > 0 || withState.length === 0) && c.event.type !== 'm.room.create') {
+      stateOverride = await this.stateFromOrigin(origin, roomId, eventId, budget);
+      // Not rejected: with no state to judge it by, it is left for a later backfill.
+      if (stateOverride === undefined) return { outcome: { eventId, status: 'dropped', reason: 'the state before it is unknown' } };
+    }
+
+    const redactedBy = await this.earlierRedaction(c, facts.redactions.get(eventId) ?? []);
+    const written = await this.core.queue.run(roomId, async () => {
+      const head = await this.core.head(roomId);
+      // Decided while this was gathered (received live meanwhile): as decided, not twice.
+      const raced = head.unwritten.get(eventId);
+      if (raced !== undefined) return { raced };
+      const now = await reader.event(eventId);
+      if (now !== undefined && now.status !== 'outlier') return { raced: Promise.resolve(eventId) };
+      if (now !== undefined) c.ref.nid = now.nid;
+      const unit = await decideBackfilled({ db: this.core.db, reader }, head, c, {
+        authEvents,
+        ...(stateOverride !== undefined ? { stateOverride } : {}),
+        missingPrev,
+        ...(redactedBy !== undefined ? { redactedBy } : {}),
+        position,
+      });
+      const stored = now === undefined ? unit : { ...unit, upgradesOutlier: true };
+      return { unit, stored: this.core.writeDecided(head, [stored]) };
+    });
+    if (written.raced !== undefined) {
+      await written.raced.catch(() => undefined);
+      const decided = await reader.event(eventId);
+      return { outcome: decided === undefined ? { eventId, status: 'dropped', reason: 'decided elsewhere, not stored' } : { eventId, status: decided.status } };
+    }
+    const reason = written.unit.rejectionReason;
+    return { outcome: { eventId, status: written.unit.status, ...(reason !== undefined ? { reason } : {}) }, stored: written.stored };
+  }
+
+  /**
+   * The state before `eventId` as `origin` gives it (like /state_ids), its events fetched and
+   * stored as outliers; undefined when the origin gives none (or the budget is spent).
+   */
+  private async stateFromOrigin(origin: string, roomId: string, eventId: string, budget: Budget): Promise<Map<StateKey, StoredEvent> | undefined> {
+    if (budget.fetches <= 0) return undefined;
+    budget.fetches--;
+    const ids = await orNothing(this.ports.remote.stateIdsAt(origin, roomId, eventId), { pduIds: [], authChainIds: [] });
+    if (ids.pduIds.length === 0) return undefined;
+    const reader = this.core.reader;
+    const wanted = [...new Set([...ids.authChainIds, ...ids.pduIds])];
+    const stored = await reader.events(wanted);
+    await this.fetchOutliers(origin, roomId, wanted.filter((id) => !stored.has(id)), budget);
+    const state = new Map<StateKey, StoredEvent>();
+    for (const e of (await reader.events(ids.pduIds)).values()) {
+      if (e.roomId !== roomId || e.stateKey === undefined || e.status === 'rejected') continue;
+      state.set(stateKey(e.type, e.stateKey), e);
+    }
+    return state;
+  }
 }
 
 /** An event known without its state: checked against its own auth events only (check 4). */
@@ -353,6 +547,10 @@ function candidateOf(result: Extract<PduCheckResult, { ok: true }>, head: RoomHe
     ...(head.version.eventIdFormat === 'v1' ? { referenceHash: encodeBase64(referenceHash(result.pdu, head.version)) } : {}),
   };
   return { pdu: result.pdu, json: JSON.stringify(result.pdu), event: result.event, ref };
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

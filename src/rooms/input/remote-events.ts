@@ -18,6 +18,11 @@ export interface RemoteEvents {
   ): Promise<readonly unknown[]>;
   /** Like GET /state_ids: the room's state before `eventId`, and its auth chain, as event ids. */
   stateIdsAt(origin: string, roomId: string, eventId: string): Promise<{ readonly pduIds: readonly string[]; readonly authChainIds: readonly string[] }>;
+  /**
+   * Like GET /backfill/{roomId}?v=...&limit=: the events `from` names and the history before them
+   * (their prev events, theirs, ...), at most `limit`, in any order.
+   */
+  backfill(origin: string, roomId: string, from: readonly string[], limit: number): Promise<readonly unknown[]>;
 }
 
 /** A port that has nothing: every gap stays a gap (the room server alone, no federation). */
@@ -25,4 +30,5 @@ export const noRemoteEvents: RemoteEvents = {
   events: async () => [],
   missingEvents: async () => [],
   stateIdsAt: async () => ({ pduIds: [], authChainIds: [] }),
+  backfill: async () => [],
 };

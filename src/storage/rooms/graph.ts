@@ -88,6 +88,26 @@ export async function backwardExtremities(db: Kysely<Schema>, roomNid: number): 
   return rows.map((r) => r.event_id);
 }
 
+/**
+ * Up to `limit` of a room's backward extremities, those cited by the deepest events first: the
+ * gaps nearest the newest history, where a backfill starts.
+ */
+export async function deepestBackwardExtremities(db: Kysely<Schema>, roomNid: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('backward_extremities as b')
+    .innerJoin('event_edges as g', 'g.prev_event_id', 'b.event_id')
+    .innerJoin('events as e', 'e.event_nid', 'g.event_nid')
+    .select((eb) => ['b.event_id', eb.fn.max('e.depth').as('depth')])
+    .where('b.room_nid', '=', roomNid)
+    .where('e.room_nid', '=', roomNid)
+    .groupBy('b.event_id')
+    .orderBy('depth', 'desc')
+    .orderBy('b.event_id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.event_id);
+}
+
 export interface NewStateDelta {
   readonly position: number;
   readonly roomNid: number;
@@ -204,6 +224,16 @@ export async function allocateBackfillPositions(trx: Kysely<Schema>, count: numb
     .executeTakeFirstOrThrow();
   const first = Number(row.position) - count + 1;
   return Array.from({ length: count }, (_, i) => -(first + i));
+}
+
+/**
+ * `count` backfill positions taken at once in a transaction of their own, highest first: for events
+ * decided one by one, oldest first, that must be numbered newest first. Positions a backfill
+ * does not use stay unused.
+ */
+export async function reserveBackfillPositions(db: Kysely<Schema>, count: number): Promise<number[]> {
+  if (count <= 0) return [];
+  return db.transaction().execute((trx) => allocateBackfillPositions(trx, count));
 }
 
 /** Adds each server's change of joined members in a room; servers left with none are removed. */
