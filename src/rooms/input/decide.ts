@@ -177,7 +177,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
 }
 
 /** What gathering found for a backfilled event: no extremity question, and a position reserved. */
-export interface GatheredBackfill extends Omit<Gathered, 'citedByStored'> {
+export interface GatheredBackfill extends Omit<Gathered, 'citedByStored' | 'fillsBackward'> {
   /** Its negative position, reserved with the rest of its backfill (newer history nearer 0). */
   readonly position: number;
 }

@@ -367,12 +367,15 @@ export class EventReceiver {
     });
     // Oldest first, so that each event's prev events are decided before it.
     list.sort((a, b) => a.c.pdu.depth - b.c.pdu.depth || a.c.pdu.origin_server_ts - b.c.pdu.origin_server_ts || compareIds(a.c.ref.eventId, b.c.ref.eventId));
-    const facts = await this.facts(list.map((l) => l.c.ref.eventId));
+    const facts = await this.facts(
+      list.map((l) => l.c.ref.eventId),
+      head.roomNid === undefined ? [] : [head.roomNid],
+    );
     // Positions for the events not stored yet (each id once), the newest nearest 0.
     const fresh = [...new Set(list.filter((l) => (facts.known.get(l.c.ref.eventId)?.status ?? 'outlier') === 'outlier').map((l) => l.c.ref.eventId))];
     const reserved = await reserveBackfillPositions(this.core.db, fresh.length);
     const positions = new Map(fresh.map((id, i) => [id, reserved[fresh.length - 1 - i]!]));
-    const budget: Budget = { fetches: FETCH_BUDGET };
+    const budget: Budget = { fetches: FETCH_BUDGET, backward: new Set() };
     const writes: { index: number; stored: Promise<unknown> }[] = [];
     for (const { index, c } of list) {
       try {
