@@ -1,6 +1,7 @@
 // Events received from another server, as local users' syncs see them: a remote message arrives
 // like a local one (and costs an incremental sync no more statements), a soft-failed one never
-// arrives, and a ban decided on another server's fork moves the banned user's room to `leave`.
+// arrives, a ban decided on another server's fork moves the banned user's room to `leave`, and a
+// join that a merge of forks makes current (soft-failed when it came) opens the shared history.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -94,6 +95,34 @@ for (const { backend, skip } of await serverBackends()) {
       const members = await rooms.joinedMembers(actor, roomId);
       assert.ok(!(carol.userId in members));
       assert.ok(local.length > 0);
+    });
+
+    test('a soft-failed join that a merge makes current opens the shared history, as joining does', async () => {
+      // Bob of the remote server is an admin of the room.
+      const { rooms, sync, actor, roomId, g, mirror, receive, req } = await setup(100);
+      const carol = await hs.registerUser(`carol${Math.random().toString(36).slice(2, 8)}`, 'secret');
+      const carolActor = { userId: carol.userId, deviceId: carol.deviceId };
+      const before = await rooms.sendMessage(actor, roomId, 'm.room.message', { msgtype: 'm.text', body: 'before carol' });
+      await mirror();
+      // Carol's join, made on her server's side of a fork (signed with its key), races bob's ban
+      // and unban; it comes after the ban, so it is soft-failed, but the merge resolves to it.
+      g.addServer(new RemoteServer({ serverName: hs.serverName, signingKey: hs.server.core.signingKey }));
+      const forkPoint = g.extremities();
+      const ban = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: carol.userId, content: { membership: 'ban' }, prev: forkPoint });
+      const unban = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: carol.userId, content: { membership: 'leave' }, prev: [ban.eventId] });
+      const join = g.eventSync({ type: 'm.room.member', sender: carol.userId, stateKey: carol.userId, content: { membership: 'join' }, prev: forkPoint });
+      assert.equal((await receive(ban.pdu)).status, 'timeline');
+      assert.equal((await receive(join.pdu)).status, 'soft_failed');
+      assert.equal((await receive(unban.pdu)).status, 'timeline');
+      const merge = await g.event({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'merged' }, prev: [unban.eventId, join.eventId] });
+      assert.equal((await receive(merge.pdu)).status, 'timeline');
+      assert.deepEqual(Object.keys(await rooms.joinedMembers(actor, roomId)).sort(), [actor.userId, BOB, carol.userId].sort());
+
+      const s = await sync.sync(req(carolActor));
+      const timeline = s.rooms.join[roomId]?.timeline.events.map((e) => e.event_id) ?? [];
+      assert.ok(timeline.includes(before), `the message before the fork is in carol's timeline: ${JSON.stringify(s.rooms)}`);
+      const page = await rooms.messages(carolActor, roomId, { dir: 'b', limit: 50 });
+      assert.ok(page.chunk.some((e) => e.event_id === before), 'and in /messages');
     });
 
     test('an incremental sync after a remote message reads no more than after a local one', async () => {

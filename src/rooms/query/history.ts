@@ -2,24 +2,21 @@
 // the room's history_visibility changes and the user's membership changes, with their positions.
 // Sync uses this too, to filter timelines before a user's join.
 
-import { stateEntryHistory } from '../../storage/rooms/events.js';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../../storage/schema.js';
+import { stateEntryHistories } from '../../storage/sync/events.js';
 import { positionOf, type StoredEvent } from '../stored-event.js';
-import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import { canSeeEvent, stateChanges, type VisibilityHistory } from '../visibility.js';
 
+/** As sync reads it: the entries' events and their current-state changes (a merge of forks changes them too). */
 export async function loadVisibilityHistory(db: Kysely<Schema>, roomNid: number, userId: string): Promise<VisibilityHistory> {
   const [vis, mem] = await Promise.all([
-    stateEntryHistory(db, roomNid, 'm.room.history_visibility', ''),
-    stateEntryHistory(db, roomNid, 'm.room.member', userId),
+    stateEntryHistories(db, [roomNid], 'm.room.history_visibility', ''),
+    stateEntryHistories(db, [roomNid], 'm.room.member', userId),
   ]);
-  const valueOf = (json: string, field: string): string => {
-    const v = (JSON.parse(json) as { content?: Record<string, unknown> }).content?.[field];
-    return typeof v === 'string' ? v : '';
-  };
   return {
-    visibility: vis.map((r) => ({ position: Number(r.stream_ordering), value: valueOf(r.json, 'history_visibility') })),
-    membership: mem.map((r) => ({ position: Number(r.stream_ordering), value: valueOf(r.json, 'membership') || 'leave' })),
+    visibility: stateChanges(vis.get(roomNid), 'history_visibility', ''),
+    membership: stateChanges(mem.get(roomNid), 'membership', 'leave'),
   };
 }
 

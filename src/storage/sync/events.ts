@@ -65,7 +65,10 @@ export interface StateEntryChange {
 
 /**
  * The events of one (type, state_key) entry in each of these rooms, oldest first per room: the
- * history of a room's setting or of one user's membership, for many rooms in one read.
+ * history of a room's setting or of one user's membership, for many rooms in one read. Besides
+ * the entry's events at their own positions, its changes in the current state (the deltas), after
+ * the event at the same position: a merge of forks can make current an event without a position
+ * of its own (a soft-failed join) or an older one again, and the entry changed there all the same.
  */
 export async function stateEntryHistories(
   db: Kysely<Schema>,
@@ -75,21 +78,22 @@ export async function stateEntryHistories(
 ): Promise<Map<number, StateEntryChange[]>> {
   const out = new Map<number, StateEntryChange[]>();
   for (let i = 0; i < roomNids.length; i += 500) {
-    const rows = await db
-      .selectFrom('events')
-      .select(['room_nid', 'stream_ordering', 'json'])
-      .where('room_nid', 'in', roomNids.slice(i, i + 500))
-      .where('type', '=', type)
-      .where('state_key', '=', stateKeyValue)
-      // On the timeline: events off it have no position.
-      .where('stream_ordering', 'is not', null)
-      .orderBy('stream_ordering', 'asc')
-      .execute();
+    const nids = roomNids.slice(i, i + 500);
+    const { rows } = await sql<{ room_nid: number; position: number; json: string | null; kind: number }>`
+      select room_nid, stream_ordering as position, json, 0 as kind from events
+        where room_nid in (${sql.join(nids)}) and type = ${type} and state_key = ${stateKeyValue} and stream_ordering is not null
+      union all
+      select d.room_nid, d.position, e.json, 1 as kind from current_state_deltas d
+        join event_state_keys k on k.state_key_nid = d.state_key_nid
+        left join events e on e.event_nid = d.event_nid
+        where d.room_nid in (${sql.join(nids)}) and k.event_type = ${type} and k.state_key = ${stateKeyValue}
+      order by position, kind`.execute(db);
     for (const r of rows) {
       const roomNid = Number(r.room_nid);
       let list = out.get(roomNid);
       if (!list) out.set(roomNid, (list = []));
-      list.push({ roomNid, position: Number(r.stream_ordering), json: r.json });
+      // A key that left the state reads as its fallback value.
+      list.push({ roomNid, position: Number(r.position), json: r.json ?? '{}' });
     }
   }
   return out;
