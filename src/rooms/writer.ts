@@ -190,18 +190,14 @@ export class EventWriter {
 
     const inserted: PersistEvent[] = [];
     for (const e of events) {
-      const row = eventRow(e, info);
-      if (e.upgradesOutlier === true) {
-        await upgradeOutlierRow(trx, e.ref.nid!, row);
-        continue;
-      }
-      e.ref.nid = await this.queries.insertEventRow(trx, row);
-      inserted.push(e);
+      if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
+      else inserted.push(e);
     }
-    await this.queries.insertGraphRows(
+    const nids = await this.queries.insertEvents(
       trx,
-      inserted.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
+      inserted.map((e) => ({ row: eventRow(e, info), authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
     );
+    inserted.forEach((e, i) => (e.ref.nid = nids[i]));
 
     for (const [snapshot, { nid }] of snapshots) {
       const entries: [number, number | null][] = [];
@@ -230,14 +226,21 @@ export class EventWriter {
     for (const [head, e] of stateOfRoom) {
       await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
-    for (const [head, position] of latestOfRoom) await this.queries.setLatestPosition(trx, head.roomNid!, position);
+    const advances = new Map<RoomHead, { roomNid: number; position: number | undefined; extremity: number | undefined }>();
+    const advance = (head: RoomHead) => {
+      let a = advances.get(head);
+      if (a === undefined) advances.set(head, (a = { roomNid: head.roomNid!, position: undefined, extremity: undefined }));
+      return a;
+    };
+    for (const [head, position] of latestOfRoom) advance(head).position = position;
     const counts = new Map<RoomHead, number>();
     for (const [head, e] of extremitiesOfRoom) {
       const nids = e.extremities!.map((r) => r.nid!);
-      if (head.storedExtremityCount === 1 && nids.length === 1) await this.queries.moveForwardExtremity(trx, head.roomNid!, nids[0]!);
+      if (head.storedExtremityCount === 1 && nids.length === 1) advance(head).extremity = nids[0]!;
       else await setForwardExtremities(trx, head.roomNid!, nids, head.storedExtremityCount);
       counts.set(head, nids.length);
     }
+    await this.queries.advanceRooms(trx, [...advances.values()]);
     return counts;
   }
 
