@@ -4,7 +4,7 @@
 // one array per column, so a batch costs the same few round trips whatever its size.
 
 import { CompiledQuery, sql, type Kysely } from 'kysely';
-import type { DialectName } from '../database.js';
+import { PREPARED, type DialectName } from '../database.js';
 import type { Schema } from '../schema.js';
 import { compileOnce, type CompiledStatement } from './compiled.js';
 import type { NewEventRow } from './events.js';
@@ -57,7 +57,7 @@ const EVENTS_SQL = (() => {
     `insert into ${table} (event_nid, ${column})
       select ins.event_nid, g.id from unnest($${first}::text[], $${first + 1}::text[]) as g(event_id, id) join ins on ins.event_id = g.event_id
       on conflict do nothing`;
-  return `with ins as (
+  return `${PREPARED}with ins as (
       insert into events (${names})
       select ${names} from unnest(${arrays}) with ordinality as r(${names}, i) order by i
       returning event_nid, event_id
@@ -68,7 +68,7 @@ const EVENTS_SQL = (() => {
 })();
 
 // PostgreSQL: every room's latest position and single forward extremity in one statement.
-const ADVANCE_SQL = `with v as (
+const ADVANCE_SQL = `${PREPARED}with v as (
     select * from unnest($1::int8[], $2::int8[], $3::int8[]) as v(room_nid, position, extremity)
   ), latest as (
     update rooms r set latest_position = v.position from v
