@@ -20,11 +20,11 @@ import {
   insertStateDeltas,
   removeBackwardExtremities,
 } from '../storage/rooms/graph.js';
-import type { HotRoomQueries } from '../storage/rooms/hot-queries.js';
+import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
 import { deleteMembership, upsertMembership } from '../storage/rooms/memberships.js';
 import { updateRoomSummary } from '../storage/rooms/rooms.js';
 import { insertSnapshotEntries, insertSnapshotRow, type SnapshotInfo, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
-import type { RoomHead, SnapshotRef } from './head.js';
+import type { EventRef, RoomHead, SnapshotRef } from './head.js';
 import type { PersistEvent, StateChange } from './persist-event.js';
 
 export interface WriteJob {
@@ -144,7 +144,11 @@ export class EventWriter {
   private async commit(jobs: readonly Queued[]): Promise<void> {
     const events = jobs.flatMap((q) => q.job.events);
     const snapshots = new Map<SnapshotRef, SnapshotInfo>();
-    const extremityCounts = await this.db.transaction().execute((trx) => this.persist(trx, jobs, events, snapshots));
+    const persist = (trx: Kysely<Schema>) => this.persist(trx, jobs, events, snapshots);
+    // Where the append is one statement, a batch that writes nothing else (messages into linear
+    // rooms) is atomic without a transaction: two round trips fewer.
+    const extremityCounts =
+      this.queries.appendIsOneStatement && onlyAppends(jobs, events) ? await persist(this.db) : await this.db.transaction().execute(persist);
     // Only now: a rolled-back transaction's snapshot rows do not exist.
     for (const [s, info] of snapshots) s.info = info;
     for (const [head, count] of extremityCounts) head.storedExtremityCount = count;
@@ -172,7 +176,7 @@ export class EventWriter {
     snapshots: Map<SnapshotRef, SnapshotInfo>,
   ): Promise<Map<RoomHead, number>> {
     for (const q of batch) await q.job.before?.(trx);
-    await this.allocatePositions(trx, events);
+    await this.allocateBackfillPositions(trx, events);
 
     // Snapshot rows first, parents before children: event rows point at them. Their entries
     // follow the event rows.
@@ -188,16 +192,47 @@ export class EventWriter {
       if (e.currentState !== undefined) await writeSnapshot(e.currentState.snapshot, e.head.roomNid!);
     }
 
-    const inserted: PersistEvent[] = [];
+    // Per room: the latest current state, forward extremities and position.
+    const stateOfRoom = new Map<RoomHead, PersistEvent>();
+    const extremitiesOfRoom = new Map<RoomHead, PersistEvent>();
+    const latestOfRoom = new Map<RoomHead, number>();
+    const onStream = events.filter((e) => e.position === 'stream');
+    onStream.forEach((e, rank) => latestOfRoom.set(e.head, rank));
     for (const e of events) {
-      if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
-      else inserted.push(e);
+      if (e.currentState !== undefined) stateOfRoom.set(e.head, e);
+      if (e.extremities !== undefined) extremitiesOfRoom.set(e.head, e);
     }
-    const nids = await this.queries.insertEvents(
-      trx,
-      inserted.map((e) => ({ row: eventRow(e, info), authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
-    );
+
+    // The append: positions, event rows with their references, each room's latest position and
+    // the extremity of a room that stays linear. Other extremities follow once nids are known.
+    const inserted = events.filter((e) => e.upgradesOutlier !== true);
+    const insertedIds = new Set(inserted.map((e) => e.ref.eventId));
+    const rankOf = new Map(onStream.map((e, rank) => [e, rank]));
+    const rooms = new Map<RoomHead, RoomAdvance>();
+    for (const [head, rank] of latestOfRoom) rooms.set(head, { roomNid: head.roomNid!, latestRank: rank, extremity: undefined });
+    const otherExtremities: [RoomHead, readonly EventRef[]][] = [];
+    for (const [head, e] of extremitiesOfRoom) {
+      const [only, ...more] = e.extremities!;
+      if (head.storedExtremityCount !== 1 || only === undefined || more.length > 0) {
+        otherExtremities.push([head, e.extremities!]);
+        continue;
+      }
+      const extremity = insertedIds.has(only.eventId) ? { eventId: only.eventId } : { nid: only.nid! };
+      rooms.set(head, { roomNid: head.roomNid!, latestRank: rooms.get(head)?.latestRank, extremity });
+    }
+    const { nids, firstPosition } = await this.queries.appendEvents(trx, {
+      positions: onStream.length,
+      events: inserted.map((e) => ({
+        row: eventRow(e, info),
+        streamRank: rankOf.get(e),
+        authEventIds: referenceIds(e.pdu.auth_events),
+        prevEventIds: referenceIds(e.pdu.prev_events),
+      })),
+      rooms: [...rooms.values()],
+    });
     inserted.forEach((e, i) => (e.ref.nid = nids[i]));
+    onStream.forEach((e, rank) => (e.streamOrdering = firstPosition + rank));
+    for (const e of events) if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
 
     for (const [snapshot, { nid }] of snapshots) {
       const entries: [number, number | null][] = [];
@@ -214,43 +249,19 @@ export class EventWriter {
       }
     }
 
-    // Per room: the latest current state, forward extremities and position.
-    const stateOfRoom = new Map<RoomHead, PersistEvent>();
-    const extremitiesOfRoom = new Map<RoomHead, PersistEvent>();
-    const latestOfRoom = new Map<RoomHead, number>();
-    for (const e of events) {
-      if (e.currentState !== undefined) stateOfRoom.set(e.head, e);
-      if (e.extremities !== undefined) extremitiesOfRoom.set(e.head, e);
-      if (e.position === 'stream') latestOfRoom.set(e.head, e.streamOrdering!);
-    }
     for (const [head, e] of stateOfRoom) {
       await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
-    const advances = new Map<RoomHead, { roomNid: number; position: number | undefined; extremity: number | undefined }>();
-    const advance = (head: RoomHead) => {
-      let a = advances.get(head);
-      if (a === undefined) advances.set(head, (a = { roomNid: head.roomNid!, position: undefined, extremity: undefined }));
-      return a;
-    };
-    for (const [head, position] of latestOfRoom) advance(head).position = position;
-    const counts = new Map<RoomHead, number>();
-    for (const [head, e] of extremitiesOfRoom) {
-      const nids = e.extremities!.map((r) => r.nid!);
-      if (head.storedExtremityCount === 1 && nids.length === 1) advance(head).extremity = nids[0]!;
-      else await setForwardExtremities(trx, head.roomNid!, nids, head.storedExtremityCount);
-      counts.set(head, nids.length);
+    for (const [head, refs] of otherExtremities) {
+      await setForwardExtremities(trx, head.roomNid!, refs.map((r) => r.nid!), head.storedExtremityCount);
     }
-    await this.queries.advanceRooms(trx, [...advances.values()]);
+    const counts = new Map<RoomHead, number>();
+    for (const [head, e] of extremitiesOfRoom) counts.set(head, e.extremities!.length);
     return counts;
   }
 
-  /** Positions on the events stream for timeline events, negative ones for backfilled history. */
-  private async allocatePositions(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
-    const onStream = events.filter((e) => e.position === 'stream');
-    if (onStream.length > 0) {
-      const first = await this.queries.allocateEventPositions(trx, onStream.length);
-      onStream.forEach((e, i) => (e.streamOrdering = first + i));
-    }
+  /** Negative positions for backfilled history; the events stream's are taken by the append. */
+  private async allocateBackfillPositions(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
     const backfilled = events.filter((e) => e.position === 'backfill');
     if (backfilled.length > 0) {
       const positions = await allocateBackfillPositions(trx, backfilled.length);
@@ -297,6 +308,27 @@ export class EventWriter {
     const { type, stateKey } = parseStateKey(key);
     return this.stateKeys.getOrCreate(trx, type, stateKey);
   }
+}
+
+/**
+ * Whether persisting these jobs writes nothing but the append (no new room, snapshot, state
+ * change, redaction, backward extremity, outlier upgrade, backfill position or extremity set
+ * beyond one replacing one): what persist does, kept in step with it.
+ */
+function onlyAppends(jobs: readonly Queued[], events: readonly PersistEvent[]): boolean {
+  if (jobs.some((q) => q.job.before !== undefined)) return false;
+  const stored = (s: SnapshotRef | null) => s === null || s.info !== undefined;
+  return events.every(
+    (e) =>
+      e.position !== 'backfill' &&
+      e.upgradesOutlier !== true &&
+      e.currentState === undefined &&
+      e.redactionTarget === undefined &&
+      (e.backward === undefined || (e.backward.add.length === 0 && e.backward.remove.length === 0)) &&
+      stored(e.snapshotBefore) &&
+      stored(e.snapshotAfter) &&
+      (e.extremities === undefined || (e.head.storedExtremityCount === 1 && e.extremities.length === 1)),
+  );
 }
 
 function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo | null): Required<NewEventRow> {

@@ -1,7 +1,7 @@
-// The statements every send runs, compiled once per database: the transaction-id lookup, the
-// event rows with their auth and prev references, the events-stream positions, the rooms' latest
-// positions and the forward extremity of a linear room. On PostgreSQL a batch's rows go in as
-// one array per column, so a batch costs the same few round trips whatever its size.
+// The statements every send runs, compiled once per database: the transaction-id lookup and a
+// batch's append: events-stream positions, event rows with their auth and prev references, the
+// rooms' latest positions and the forward extremity of a linear room. On PostgreSQL the append is
+// one statement (a round trip costs more than the work), its rows as one array per column.
 
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { PREPARED, type DialectName } from '../database.js';
@@ -13,16 +13,36 @@ type Row<T> = Required<{ [K in keyof T]: T[K] }>;
 
 /** An event row to insert, with the auth and prev events it cites (rows of event_auth, event_edges). */
 export interface NewEvent {
+  /** Its stream_ordering is that of `streamRank` when it has one. */
   readonly row: Row<NewEventRow>;
+  /** Which of the batch's new events-stream positions it takes (0 for the first), if any. */
+  readonly streamRank: number | undefined;
   readonly authEventIds: readonly string[];
   readonly prevEventIds: readonly string[];
 }
 
-/** What a batch moves forward in one room: its latest position, and the one forward extremity replacing the one stored. */
+/** What a batch moves forward in one room. */
 export interface RoomAdvance {
   readonly roomNid: number;
-  readonly position: number | undefined;
-  readonly extremity: number | undefined;
+  /** The rank of its newest position taken in the batch: the room's latest position (never moved back). */
+  readonly latestRank: number | undefined;
+  /** The one forward extremity replacing the one stored: an event inserted in the batch (by id) or stored before (by nid). */
+  readonly extremity: { readonly eventId: string } | { readonly nid: number } | undefined;
+}
+
+export interface AppendBatch {
+  /** How many events-stream positions the batch takes. */
+  readonly positions: number;
+  /** Inserted in this order (their nids rise in it). */
+  readonly events: readonly NewEvent[];
+  readonly rooms: readonly RoomAdvance[];
+}
+
+export interface Appended {
+  /** The nids of the inserted events, in order. */
+  readonly nids: number[];
+  /** The position of rank 0 (meaningless when the batch took none). */
+  readonly firstPosition: number;
 }
 
 // The events columns a send fills, with their PostgreSQL types.
@@ -47,34 +67,43 @@ const EVENT_COLUMNS = [
   ['txn_id', 'text'],
 ] as const satisfies readonly (readonly [keyof NewEventRow, string])[];
 
-// PostgreSQL: a batch's event rows and their references in one statement, one array per column.
-// Rows go in in the order given (so nids rise in that order) and are matched back by event id.
-const EVENTS_SQL = (() => {
+// PostgreSQL: the whole append in one statement. Rows go in in the order given (so nids rise in
+// that order) and are matched back by event id; the last row carries the first position.
+const APPEND_SQL = (() => {
   const n = EVENT_COLUMNS.length;
   const names = EVENT_COLUMNS.map(([c]) => c).join(', ');
   const arrays = EVENT_COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ');
+  const values = EVENT_COLUMNS.map(([c]) => (c === 'stream_ordering' ? `coalesce(a.first + r.rank, r.stream_ordering)` : `r.${c}`)).join(', ');
   const refs = (table: string, column: string, first: number) =>
     `insert into ${table} (event_nid, ${column})
       select ins.event_nid, g.id from unnest($${first}::text[], $${first + 1}::text[]) as g(event_id, id) join ins on ins.event_id = g.event_id
       on conflict do nothing`;
-  return `${PREPARED}with ins as (
+  const count = `$${n + 6}::int8`;
+  const rooms = `$${n + 7}::int8[], $${n + 8}::int8[], $${n + 9}::int8[], $${n + 10}::text[]`;
+  return `${PREPARED}with alloc as (
+      insert into stream_positions (stream, position) select 'events', ${count} where ${count} > 0
+      on conflict (stream) do update set position = stream_positions.position + excluded.position
+      returning position - ${count} + 1 as first
+    ), a as (
+      select (select first from alloc) as first
+    ), ins as (
       insert into events (${names})
-      select ${names} from unnest(${arrays}) with ordinality as r(${names}, i) order by i
+      select ${values} from unnest(${arrays}, $${n + 1}::int8[]) with ordinality as r(${names}, rank, i), a order by r.i
       returning event_nid, event_id
-    ), auth as (${refs('event_auth', 'auth_event_id', n + 1)}
-    ), edges as (${refs('event_edges', 'prev_event_id', n + 3)}
+    ), auth as (${refs('event_auth', 'auth_event_id', n + 2)}
+    ), edges as (${refs('event_edges', 'prev_event_id', n + 4)}
+    ), v as (
+      select * from unnest(${rooms}) as v(room_nid, latest_rank, extremity_nid, extremity_id)
+    ), latest as (
+      update rooms r set latest_position = a.first + v.latest_rank from v, a
+      where r.room_nid = v.room_nid and v.latest_rank is not null and (r.latest_position is null or r.latest_position < a.first + v.latest_rank)
+    ), moved as (
+      update forward_extremities f set event_nid = coalesce(v.extremity_nid, (select ins.event_nid from ins where ins.event_id = v.extremity_id)) from v
+      where f.room_nid = v.room_nid and (v.extremity_nid is not null or v.extremity_id is not null)
     )
-    select event_id, event_nid from ins`;
+    select event_id, event_nid as nid from ins
+    union all select null, first from a`;
 })();
-
-// PostgreSQL: every room's latest position and single forward extremity in one statement.
-const ADVANCE_SQL = `${PREPARED}with v as (
-    select * from unnest($1::int8[], $2::int8[], $3::int8[]) as v(room_nid, position, extremity)
-  ), latest as (
-    update rooms r set latest_position = v.position from v
-    where r.room_nid = v.room_nid and v.position is not null and (r.latest_position is null or r.latest_position < v.position)
-  )
-  update forward_extremities f set event_nid = v.extremity from v where f.room_nid = v.room_nid and v.extremity is not null`;
 
 export class HotRoomQueries {
   private readonly txnLookup: CompiledStatement<{ room: number; sender: string; device: string; txn: string }, { event_id: string }>;
@@ -84,9 +113,11 @@ export class HotRoomQueries {
   private readonly latest: CompiledStatement<{ room: number; position: number }, unknown>;
   /**
    * SQLite: one row at a time through prepared statements, cheaper there than parsing arrays or
-   * JSON (no round trips to save). PostgreSQL: a batch in a statement or two.
+   * JSON (no round trips to save). PostgreSQL: a batch's append in one statement.
    */
   private readonly rowAtATime: boolean;
+  /** Whether appendEvents is one statement (atomic without a transaction around it). */
+  readonly appendIsOneStatement: boolean;
   private readonly authRow: CompiledStatement<{ event: number; id: string }, unknown>;
   private readonly edgeRow: CompiledStatement<{ event: number; id: string }, unknown>;
 
@@ -143,6 +174,7 @@ export class HotRoomQueries {
         .where((eb) => eb.or([eb('latest_position', 'is', null), eb('latest_position', '<', p('position'))])),
     );
     this.rowAtATime = dialect === 'sqlite';
+    this.appendIsOneStatement = !this.rowAtATime;
     this.authRow = compileOnce((p) =>
       db.insertInto('event_auth').values({ event_nid: p('event'), auth_event_id: p('id') }).onConflict((oc) => oc.doNothing()),
     );
@@ -152,22 +184,13 @@ export class HotRoomQueries {
   }
 
   /**
-   * Inserts event rows with their auth and prev references (an id cited twice is kept once);
-   * returns their nids, in the order given.
+   * Takes the batch's events-stream positions, inserts its event rows with their auth and prev
+   * references (an id cited twice is kept once) and moves its rooms forward.
    */
-  async insertEvents(trx: Kysely<Schema>, events: readonly NewEvent[]): Promise<number[]> {
-    if (events.length === 0) return [];
-    if (this.rowAtATime) {
-      const nids: number[] = [];
-      for (const e of events) {
-        const { rows } = await this.insertEvent(trx, e.row);
-        const event = Number(rows[0]!.event_nid);
-        for (const id of e.authEventIds) await this.authRow(trx, { event, id });
-        for (const id of e.prevEventIds) await this.edgeRow(trx, { event, id });
-        nids.push(event);
-      }
-      return nids;
-    }
+  async appendEvents(trx: Kysely<Schema>, batch: AppendBatch): Promise<Appended> {
+    if (batch.positions === 0 && batch.events.length === 0 && batch.rooms.length === 0) return { nids: [], firstPosition: 0 };
+    if (this.rowAtATime) return this.appendRowAtATime(trx, batch);
+    const { events, rooms } = batch;
     const columns = EVENT_COLUMNS.map(([c]) => events.map((e) => e.row[c]));
     const refs = (ids: (e: NewEvent) => readonly string[]): [string[], string[]] => {
       const of: string[] = [];
@@ -175,24 +198,48 @@ export class HotRoomQueries {
       for (const e of events) for (const id of ids(e)) (of.push(e.row.event_id), cited.push(id));
       return [of, cited];
     };
-    const params = [...columns, ...refs((e) => e.authEventIds), ...refs((e) => e.prevEventIds)];
-    const { rows } = await trx.executeQuery<{ event_id: string; event_nid: number }>(CompiledQuery.raw(EVENTS_SQL, params));
-    const nidOf = new Map(rows.map((r) => [r.event_id, Number(r.event_nid)]));
-    return events.map((e) => nidOf.get(e.row.event_id)!);
+    const params = [
+      ...columns,
+      events.map((e) => e.streamRank ?? null),
+      ...refs((e) => e.authEventIds),
+      ...refs((e) => e.prevEventIds),
+      batch.positions,
+      rooms.map((r) => r.roomNid),
+      rooms.map((r) => r.latestRank ?? null),
+      rooms.map((r) => (r.extremity !== undefined && 'nid' in r.extremity ? r.extremity.nid : null)),
+      rooms.map((r) => (r.extremity !== undefined && 'eventId' in r.extremity ? r.extremity.eventId : null)),
+    ];
+    const { rows } = await trx.executeQuery<{ event_id: string | null; nid: number | null }>(CompiledQuery.raw(APPEND_SQL, params));
+    const nidOf = new Map<string, number>();
+    let firstPosition = 0;
+    for (const r of rows) {
+      if (r.event_id !== null) nidOf.set(r.event_id, Number(r.nid));
+      else if (r.nid !== null) firstPosition = Number(r.nid);
+    }
+    return { nids: events.map((e) => nidOf.get(e.row.event_id)!), firstPosition };
   }
 
-  /** Moves rooms' latest positions forward (never back) and their single forward extremities. */
-  async advanceRooms(trx: Kysely<Schema>, rooms: readonly RoomAdvance[]): Promise<void> {
-    if (rooms.length === 0) return;
-    if (this.rowAtATime) {
-      for (const r of rooms) {
-        if (r.position !== undefined) await this.latest(trx, { room: r.roomNid, position: r.position });
-        if (r.extremity !== undefined) await this.moveExtremity(trx, { room: r.roomNid, event: r.extremity });
-      }
-      return;
+  private async appendRowAtATime(trx: Kysely<Schema>, { positions, events, rooms }: AppendBatch): Promise<Appended> {
+    const firstPosition = positions > 0 ? await this.allocateEventPositions(trx, positions) : 0;
+    const nids: number[] = [];
+    const nidOf = new Map<string, number>();
+    for (const e of events) {
+      const row = e.streamRank === undefined ? e.row : { ...e.row, stream_ordering: firstPosition + e.streamRank };
+      const { rows } = await this.insertEvent(trx, row);
+      const event = Number(rows[0]!.event_nid);
+      for (const id of e.authEventIds) await this.authRow(trx, { event, id });
+      for (const id of e.prevEventIds) await this.edgeRow(trx, { event, id });
+      nids.push(event);
+      nidOf.set(e.row.event_id, event);
     }
-    const params = [rooms.map((r) => r.roomNid), rooms.map((r) => r.position ?? null), rooms.map((r) => r.extremity ?? null)];
-    await trx.executeQuery(CompiledQuery.raw(ADVANCE_SQL, params));
+    for (const r of rooms) {
+      if (r.latestRank !== undefined) await this.latest(trx, { room: r.roomNid, position: firstPosition + r.latestRank });
+      if (r.extremity !== undefined) {
+        const event = 'nid' in r.extremity ? r.extremity.nid : nidOf.get(r.extremity.eventId)!;
+        await this.moveExtremity(trx, { room: r.roomNid, event });
+      }
+    }
+    return { nids, firstPosition };
   }
 
   /** The event a device sent into a room with this transaction id, if any. */
