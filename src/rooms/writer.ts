@@ -19,13 +19,14 @@ import {
   allocateBackfillPositions,
   insertStateDeltas,
   removeBackwardExtremities,
+  type NewStateDelta,
 } from '../storage/rooms/graph.js';
 import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
-import { deleteMembership, upsertMembership } from '../storage/rooms/memberships.js';
+import { deleteMemberships, upsertMemberships, type NewMembership } from '../storage/rooms/memberships.js';
 import { updateRoomSummary } from '../storage/rooms/rooms.js';
 import { insertSnapshotEntries, insertSnapshotRow, type SnapshotInfo, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { EventRef, RoomHead, SnapshotRef } from './head.js';
-import type { PersistEvent, StateChange } from './persist-event.js';
+import type { PersistEvent } from './persist-event.js';
 
 export interface WriteJob {
   readonly events: readonly PersistEvent[];
@@ -234,14 +235,18 @@ export class EventWriter {
     onStream.forEach((e, rank) => (e.streamOrdering = firstPosition + rank));
     for (const e of events) if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
 
+    // State keys new to the server are created at once for the whole batch.
+    const keys: StateKey[] = [];
+    for (const snapshot of snapshots.keys()) for (const [key] of snapshot.entries) keys.push(key);
+    for (const e of events) for (const c of e.currentState?.changes ?? []) keys.push(c.key);
+    if (keys.length > 0) await this.stateKeys.resolve(trx, keys);
+    const keyNid = (key: StateKey) => this.stateKeys.cached(key)!;
     for (const [snapshot, { nid }] of snapshots) {
-      const entries: [number, number | null][] = [];
-      for (const [key, ref] of snapshot.entries) entries.push([await this.keyNid(trx, key), ref === null ? null : ref.nid!]);
-      await insertSnapshotEntries(trx, nid, entries);
+      await insertSnapshotEntries(trx, nid, snapshot.entries.map(([key, ref]) => [keyNid(key), ref === null ? null : ref.nid!]));
     }
+    await writeStateChanges(trx, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
 
     for (const e of events) {
-      if (e.currentState !== undefined) await this.writeStateChanges(trx, e, e.currentState.changes, info(e.currentState.snapshot)!.nid);
       if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
       if (e.backward !== undefined) {
         await removeBackwardExtremities(trx, e.head.roomNid!, e.backward.remove);
@@ -269,45 +274,57 @@ export class EventWriter {
     }
     for (const e of events) if (e.position === 'none') e.streamOrdering = undefined;
   }
+}
 
-  /** The current state's deltas, and what follows from member changes: memberships and joined servers. */
-  private async writeStateChanges(trx: Kysely<Schema>, e: PersistEvent, changes: readonly StateChange[], snapshotNid: number): Promise<void> {
-    if (changes.length === 0) return;
+/**
+ * The current state's deltas of a batch, and what follows from member changes: memberships (the
+ * last change of each member) and joined servers.
+ */
+async function writeStateChanges(
+  trx: Kysely<Schema>,
+  events: readonly PersistEvent[],
+  keyNid: (key: StateKey) => number,
+  snapshotNid: (e: PersistEvent) => number,
+): Promise<void> {
+  const deltas: NewStateDelta[] = [];
+  const members = new Map<string, NewMembership | { readonly roomNid: number; readonly userId: string; readonly membership: undefined }>();
+  const servers = new Map<number, Map<string, number>>();
+  for (const e of events) {
+    const changes = e.currentState?.changes ?? [];
+    if (changes.length === 0) continue;
     const roomNid = e.head.roomNid!;
     const position = e.streamOrdering!;
-    const deltas = [];
-    const servers = new Map<string, number>();
+    const snapshot = snapshotNid(e);
     for (const c of changes) {
-      deltas.push({
-        position,
-        roomNid,
-        stateKeyNid: await this.keyNid(trx, c.key),
-        eventNid: c.ref?.nid ?? null,
-        prevEventNid: c.prevRef?.nid ?? null,
-        snapshotNid,
-      });
+      deltas.push({ position, roomNid, stateKeyNid: keyNid(c.key), eventNid: c.ref?.nid ?? null, prevEventNid: c.prevRef?.nid ?? null, snapshotNid: snapshot });
       const { type, stateKey: userId } = parseStateKey(c.key);
       if (type !== 'm.room.member') continue;
       const membership = c.event?.content.membership;
+      const member = `${roomNid}\u0000${userId}`;
       if (c.event !== null && typeof membership === 'string') {
-        await upsertMembership(trx, { roomNid, userId, membership, eventNid: c.ref!.nid!, streamOrdering: position });
+        members.set(member, { roomNid, userId, membership, eventNid: c.ref!.nid!, streamOrdering: position });
       } else {
-        await deleteMembership(trx, roomNid, userId);
+        members.set(member, { roomNid, userId, membership: undefined });
       }
       const server = userId.slice(userId.indexOf(':') + 1);
       const change = (membership === 'join' ? 1 : 0) - (c.prevEvent?.content.membership === 'join' ? 1 : 0);
-      if (change !== 0) servers.set(server, (servers.get(server) ?? 0) + change);
+      if (change === 0) continue;
+      let ofRoom = servers.get(roomNid);
+      if (ofRoom === undefined) servers.set(roomNid, (ofRoom = new Map()));
+      ofRoom.set(server, (ofRoom.get(server) ?? 0) + change);
     }
-    await insertStateDeltas(trx, deltas);
-    if (servers.size > 0) await adjustJoinedServers(trx, roomNid, servers);
   }
-
-  private async keyNid(trx: Kysely<Schema>, key: StateKey): Promise<number> {
-    const known = this.stateKeys.cached(key);
-    if (known !== undefined) return known;
-    const { type, stateKey } = parseStateKey(key);
-    return this.stateKeys.getOrCreate(trx, type, stateKey);
+  if (deltas.length === 0) return;
+  await insertStateDeltas(trx, deltas);
+  const joined: NewMembership[] = [];
+  const gone = new Map<number, string[]>();
+  for (const m of members.values()) {
+    if (m.membership !== undefined) joined.push(m);
+    else gone.set(m.roomNid, [...(gone.get(m.roomNid) ?? []), m.userId]);
   }
+  for (const [roomNid, userIds] of gone) await deleteMemberships(trx, roomNid, userIds);
+  await upsertMemberships(trx, joined);
+  for (const [roomNid, ofRoom] of servers) await adjustJoinedServers(trx, roomNid, ofRoom);
 }
 
 /**
