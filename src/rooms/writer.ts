@@ -244,7 +244,9 @@ export class EventWriter {
     for (const [snapshot, { nid }] of snapshots) {
       await insertSnapshotEntries(trx, nid, snapshot.entries.map(([key, ref]) => [keyNid(key), ref === null ? null : ref.nid!]));
     }
-    await writeStateChanges(trx, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
+    if (events.some((e) => e.currentState !== undefined && e.currentState.changes.length > 0)) {
+      await writeStateChanges(trx, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
+    }
 
     for (const e of events) {
       if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
@@ -314,7 +316,6 @@ async function writeStateChanges(
       ofRoom.set(server, (ofRoom.get(server) ?? 0) + change);
     }
   }
-  if (deltas.length === 0) return;
   await insertStateDeltas(trx, deltas);
   const joined: NewMembership[] = [];
   const gone = new Map<number, string[]>();
