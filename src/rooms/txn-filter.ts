@@ -1,49 +1,69 @@
-// A Bloom filter of transaction ids: "certainly never added" or "perhaps added". A device's ids
-// that no longer fit in memory go here, so a new id (the usual case) needs no database lookup
-// while an old one still finds its event there.
+// The transaction ids of a device that no longer fit in memory as ids, kept as 32-bit fingerprints:
+// "certainly never added" or "perhaps added". A new id (the usual case) needs no database lookup,
+// an old one is looked up and finds its event. Unlike a Bloom filter of fixed size it grows with
+// what it holds (about 5 bytes an id), and a new id is taken for an old one with a chance of only
+// (ids held) / 2^32, so it never fills up; TxnIds bounds how many it holds in all.
 
-const BITS = 1 << 16; // 8 KiB
-const HASHES = 4;
-/** Past this many ids the false-positive rate passes about 2%: the filter stops being useful. */
-export const TXN_FILTER_CAPACITY = 8000;
+const EMPTY = 0;
+const MIN_SLOTS = 1 << 10;
 
-/** FNV-1a over UTF-16 code units, with a seed. */
-function fnv1a(text: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
+/** FNV-1a over UTF-16 code units, its bits then spread (MurmurHash3's finalizer); never 0. */
+function fingerprint(text: string): number {
+  let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return h >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h === EMPTY ? 1 : h >>> 0;
 }
 
 export class TxnFilter {
-  private readonly bits = new Uint32Array(BITS / 32);
+  // Open addressing with linear probing, at most three quarters full.
+  private slots = new Uint32Array(MIN_SLOTS);
   private count = 0;
 
-  /** Whether it holds as many ids as it usefully can. */
-  get full(): boolean {
-    return this.count >= TXN_FILTER_CAPACITY;
+  /** How many distinct fingerprints it holds. */
+  get size(): number {
+    return this.count;
   }
 
   add(id: string): void {
-    const h1 = fnv1a(id, 0);
-    const h2 = fnv1a(id, 0x5bd1e995) | 1;
-    for (let i = 0; i < HASHES; i++) {
-      const bit = (h1 + Math.imul(i, h2)) & (BITS - 1);
-      this.bits[bit >>> 5]! |= 1 << (bit & 31);
-    }
-    this.count++;
+    if ((this.count + 1) * 4 > this.slots.length * 3) this.grow();
+    if (this.insert(this.slots, fingerprint(id))) this.count++;
   }
 
   /** False only for an id never added. */
   mightHave(id: string): boolean {
-    const h1 = fnv1a(id, 0);
-    const h2 = fnv1a(id, 0x5bd1e995) | 1;
-    for (let i = 0; i < HASHES; i++) {
-      const bit = (h1 + Math.imul(i, h2)) & (BITS - 1);
-      if ((this.bits[bit >>> 5]! & (1 << (bit & 31))) === 0) return false;
+    const f = fingerprint(id);
+    const mask = this.slots.length - 1;
+    for (let i = f & mask; ; i = (i + 1) & mask) {
+      const s = this.slots[i]!;
+      if (s === f) return true;
+      if (s === EMPTY) return false;
     }
-    return true;
+  }
+
+  /** Whether the fingerprint was new to `slots`. */
+  private insert(slots: Uint32Array, f: number): boolean {
+    const mask = slots.length - 1;
+    for (let i = f & mask; ; i = (i + 1) & mask) {
+      const s = slots[i]!;
+      if (s === f) return false;
+      if (s === EMPTY) {
+        slots[i] = f;
+        return true;
+      }
+    }
+  }
+
+  private grow(): void {
+    const bigger = new Uint32Array(this.slots.length * 2);
+    for (const f of this.slots) if (f !== EMPTY) this.insert(bigger, f);
+    this.slots = bigger;
   }
 }

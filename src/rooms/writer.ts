@@ -19,13 +19,14 @@ import {
   allocateBackfillPositions,
   insertStateDeltas,
   removeBackwardExtremities,
+  type NewStateDelta,
 } from '../storage/rooms/graph.js';
-import type { HotRoomQueries } from '../storage/rooms/hot-queries.js';
-import { deleteMembership, upsertMembership } from '../storage/rooms/memberships.js';
+import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
+import { deleteMemberships, upsertMemberships, type NewMembership } from '../storage/rooms/memberships.js';
 import { updateRoomSummary } from '../storage/rooms/rooms.js';
 import { insertSnapshotEntries, insertSnapshotRow, type SnapshotInfo, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
-import type { RoomHead, SnapshotRef } from './head.js';
-import type { PersistEvent, StateChange } from './persist-event.js';
+import type { EventRef, RoomHead, SnapshotRef } from './head.js';
+import type { PersistEvent } from './persist-event.js';
 
 export interface WriteJob {
   readonly events: readonly PersistEvent[];
@@ -144,7 +145,11 @@ export class EventWriter {
   private async commit(jobs: readonly Queued[]): Promise<void> {
     const events = jobs.flatMap((q) => q.job.events);
     const snapshots = new Map<SnapshotRef, SnapshotInfo>();
-    const extremityCounts = await this.db.transaction().execute((trx) => this.persist(trx, jobs, events, snapshots));
+    const persist = (trx: Kysely<Schema>) => this.persist(trx, jobs, events, snapshots);
+    // Where the append is one statement, a batch that writes nothing else (messages into linear
+    // rooms) is atomic without a transaction: two round trips fewer.
+    const extremityCounts =
+      this.queries.appendIsOneStatement && onlyAppends(jobs, events) ? await persist(this.db) : await this.db.transaction().execute(persist);
     // Only now: a rolled-back transaction's snapshot rows do not exist.
     for (const [s, info] of snapshots) s.info = info;
     for (const [head, count] of extremityCounts) head.storedExtremityCount = count;
@@ -172,7 +177,7 @@ export class EventWriter {
     snapshots: Map<SnapshotRef, SnapshotInfo>,
   ): Promise<Map<RoomHead, number>> {
     for (const q of batch) await q.job.before?.(trx);
-    await this.allocatePositions(trx, events);
+    await this.allocateBackfillPositions(trx, events);
 
     // Snapshot rows first, parents before children: event rows point at them. Their entries
     // follow the event rows.
@@ -188,29 +193,62 @@ export class EventWriter {
       if (e.currentState !== undefined) await writeSnapshot(e.currentState.snapshot, e.head.roomNid!);
     }
 
-    const inserted: PersistEvent[] = [];
+    // Per room: the latest current state, forward extremities and position.
+    const stateOfRoom = new Map<RoomHead, PersistEvent>();
+    const extremitiesOfRoom = new Map<RoomHead, PersistEvent>();
+    const latestOfRoom = new Map<RoomHead, number>();
+    const onStream = events.filter((e) => e.position === 'stream');
+    onStream.forEach((e, rank) => latestOfRoom.set(e.head, rank));
     for (const e of events) {
-      const row = eventRow(e, info);
-      if (e.upgradesOutlier === true) {
-        await upgradeOutlierRow(trx, e.ref.nid!, row);
+      if (e.currentState !== undefined) stateOfRoom.set(e.head, e);
+      if (e.extremities !== undefined) extremitiesOfRoom.set(e.head, e);
+    }
+
+    // The append: positions, event rows with their references, each room's latest position and
+    // the extremity of a room that stays linear. Other extremities follow once nids are known.
+    const inserted = events.filter((e) => e.upgradesOutlier !== true);
+    const insertedIds = new Set(inserted.map((e) => e.ref.eventId));
+    const rankOf = new Map(onStream.map((e, rank) => [e, rank]));
+    const rooms = new Map<RoomHead, RoomAdvance>();
+    for (const [head, rank] of latestOfRoom) rooms.set(head, { roomNid: head.roomNid!, latestRank: rank, extremity: undefined });
+    const otherExtremities: [RoomHead, readonly EventRef[]][] = [];
+    for (const [head, e] of extremitiesOfRoom) {
+      const [only, ...more] = e.extremities!;
+      if (head.storedExtremityCount !== 1 || only === undefined || more.length > 0) {
+        otherExtremities.push([head, e.extremities!]);
         continue;
       }
-      e.ref.nid = await this.queries.insertEventRow(trx, row);
-      inserted.push(e);
+      const extremity = insertedIds.has(only.eventId) ? { eventId: only.eventId } : { nid: only.nid! };
+      rooms.set(head, { roomNid: head.roomNid!, latestRank: rooms.get(head)?.latestRank, extremity });
     }
-    await this.queries.insertGraphRows(
-      trx,
-      inserted.map((e) => ({ eventNid: e.ref.nid!, authEventIds: referenceIds(e.pdu.auth_events), prevEventIds: referenceIds(e.pdu.prev_events) })),
-    );
+    const { nids, firstPosition } = await this.queries.appendEvents(trx, {
+      positions: onStream.length,
+      events: inserted.map((e) => ({
+        row: eventRow(e, info),
+        streamRank: rankOf.get(e),
+        authEventIds: referenceIds(e.pdu.auth_events),
+        prevEventIds: referenceIds(e.pdu.prev_events),
+      })),
+      rooms: [...rooms.values()],
+    });
+    inserted.forEach((e, i) => (e.ref.nid = nids[i]));
+    onStream.forEach((e, rank) => (e.streamOrdering = firstPosition + rank));
+    for (const e of events) if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
 
+    // State keys new to the server are created at once for the whole batch.
+    const keys: StateKey[] = [];
+    for (const snapshot of snapshots.keys()) for (const [key] of snapshot.entries) keys.push(key);
+    for (const e of events) for (const c of e.currentState?.changes ?? []) keys.push(c.key);
+    if (keys.length > 0) await this.stateKeys.resolve(trx, keys);
+    const keyNid = (key: StateKey) => this.stateKeys.cached(key)!;
     for (const [snapshot, { nid }] of snapshots) {
-      const entries: [number, number | null][] = [];
-      for (const [key, ref] of snapshot.entries) entries.push([await this.keyNid(trx, key), ref === null ? null : ref.nid!]);
-      await insertSnapshotEntries(trx, nid, entries);
+      await insertSnapshotEntries(trx, nid, snapshot.entries.map(([key, ref]) => [keyNid(key), ref === null ? null : ref.nid!]));
+    }
+    if (events.some((e) => e.currentState !== undefined && e.currentState.changes.length > 0)) {
+      await writeStateChanges(trx, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
     }
 
     for (const e of events) {
-      if (e.currentState !== undefined) await this.writeStateChanges(trx, e, e.currentState.changes, info(e.currentState.snapshot)!.nid);
       if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
       if (e.backward !== undefined) {
         await removeBackwardExtremities(trx, e.head.roomNid!, e.backward.remove);
@@ -218,36 +256,19 @@ export class EventWriter {
       }
     }
 
-    // Per room: the latest current state, forward extremities and position.
-    const stateOfRoom = new Map<RoomHead, PersistEvent>();
-    const extremitiesOfRoom = new Map<RoomHead, PersistEvent>();
-    const latestOfRoom = new Map<RoomHead, number>();
-    for (const e of events) {
-      if (e.currentState !== undefined) stateOfRoom.set(e.head, e);
-      if (e.extremities !== undefined) extremitiesOfRoom.set(e.head, e);
-      if (e.position === 'stream') latestOfRoom.set(e.head, e.streamOrdering!);
-    }
     for (const [head, e] of stateOfRoom) {
       await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
-    for (const [head, position] of latestOfRoom) await this.queries.setLatestPosition(trx, head.roomNid!, position);
-    const counts = new Map<RoomHead, number>();
-    for (const [head, e] of extremitiesOfRoom) {
-      const nids = e.extremities!.map((r) => r.nid!);
-      if (head.storedExtremityCount === 1 && nids.length === 1) await this.queries.moveForwardExtremity(trx, head.roomNid!, nids[0]!);
-      else await setForwardExtremities(trx, head.roomNid!, nids, head.storedExtremityCount);
-      counts.set(head, nids.length);
+    for (const [head, refs] of otherExtremities) {
+      await setForwardExtremities(trx, head.roomNid!, refs.map((r) => r.nid!), head.storedExtremityCount);
     }
+    const counts = new Map<RoomHead, number>();
+    for (const [head, e] of extremitiesOfRoom) counts.set(head, e.extremities!.length);
     return counts;
   }
 
-  /** Positions on the events stream for timeline events, negative ones for backfilled history. */
-  private async allocatePositions(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
-    const onStream = events.filter((e) => e.position === 'stream');
-    if (onStream.length > 0) {
-      const first = await this.queries.allocateEventPositions(trx, onStream.length);
-      onStream.forEach((e, i) => (e.streamOrdering = first + i));
-    }
+  /** Negative positions for backfilled history (reserved by its backfill, or taken here); the events stream's are taken by the append. */
+  private async allocateBackfillPositions(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
     for (const e of events) if (e.position === 'backfill' && e.reservedPosition !== undefined) e.streamOrdering = e.reservedPosition;
     const backfilled = events.filter((e) => e.position === 'backfill' && e.reservedPosition === undefined);
     if (backfilled.length > 0) {
@@ -256,45 +277,77 @@ export class EventWriter {
     }
     for (const e of events) if (e.position === 'none') e.streamOrdering = undefined;
   }
+}
 
-  /** The current state's deltas, and what follows from member changes: memberships and joined servers. */
-  private async writeStateChanges(trx: Kysely<Schema>, e: PersistEvent, changes: readonly StateChange[], snapshotNid: number): Promise<void> {
-    if (changes.length === 0) return;
+/**
+ * The current state's deltas of a batch, and what follows from member changes: memberships (the
+ * last change of each member) and joined servers.
+ */
+async function writeStateChanges(
+  trx: Kysely<Schema>,
+  events: readonly PersistEvent[],
+  keyNid: (key: StateKey) => number,
+  snapshotNid: (e: PersistEvent) => number,
+): Promise<void> {
+  const deltas: NewStateDelta[] = [];
+  const members = new Map<string, NewMembership | { readonly roomNid: number; readonly userId: string; readonly membership: undefined }>();
+  const servers = new Map<number, Map<string, number>>();
+  for (const e of events) {
+    const changes = e.currentState?.changes ?? [];
+    if (changes.length === 0) continue;
     const roomNid = e.head.roomNid!;
     const position = e.streamOrdering!;
-    const deltas = [];
-    const servers = new Map<string, number>();
+    const snapshot = snapshotNid(e);
     for (const c of changes) {
-      deltas.push({
-        position,
-        roomNid,
-        stateKeyNid: await this.keyNid(trx, c.key),
-        eventNid: c.ref?.nid ?? null,
-        prevEventNid: c.prevRef?.nid ?? null,
-        snapshotNid,
-      });
+      deltas.push({ position, roomNid, stateKeyNid: keyNid(c.key), eventNid: c.ref?.nid ?? null, prevEventNid: c.prevRef?.nid ?? null, snapshotNid: snapshot });
       const { type, stateKey: userId } = parseStateKey(c.key);
       if (type !== 'm.room.member') continue;
       const membership = c.event?.content.membership;
+      const member = `${roomNid}\u0000${userId}`;
       if (c.event !== null && typeof membership === 'string') {
-        await upsertMembership(trx, { roomNid, userId, membership, eventNid: c.ref!.nid!, streamOrdering: position });
+        members.set(member, { roomNid, userId, membership, eventNid: c.ref!.nid!, streamOrdering: position });
       } else {
-        await deleteMembership(trx, roomNid, userId);
+        members.set(member, { roomNid, userId, membership: undefined });
       }
       const server = userId.slice(userId.indexOf(':') + 1);
       const change = (membership === 'join' ? 1 : 0) - (c.prevEvent?.content.membership === 'join' ? 1 : 0);
-      if (change !== 0) servers.set(server, (servers.get(server) ?? 0) + change);
+      if (change === 0) continue;
+      let ofRoom = servers.get(roomNid);
+      if (ofRoom === undefined) servers.set(roomNid, (ofRoom = new Map()));
+      ofRoom.set(server, (ofRoom.get(server) ?? 0) + change);
     }
-    await insertStateDeltas(trx, deltas);
-    if (servers.size > 0) await adjustJoinedServers(trx, roomNid, servers);
   }
+  await insertStateDeltas(trx, deltas);
+  const joined: NewMembership[] = [];
+  const gone = new Map<number, string[]>();
+  for (const m of members.values()) {
+    if (m.membership !== undefined) joined.push(m);
+    else gone.set(m.roomNid, [...(gone.get(m.roomNid) ?? []), m.userId]);
+  }
+  for (const [roomNid, userIds] of gone) await deleteMemberships(trx, roomNid, userIds);
+  await upsertMemberships(trx, joined);
+  for (const [roomNid, ofRoom] of servers) await adjustJoinedServers(trx, roomNid, ofRoom);
+}
 
-  private async keyNid(trx: Kysely<Schema>, key: StateKey): Promise<number> {
-    const known = this.stateKeys.cached(key);
-    if (known !== undefined) return known;
-    const { type, stateKey } = parseStateKey(key);
-    return this.stateKeys.getOrCreate(trx, type, stateKey);
-  }
+/**
+ * Whether persisting these jobs writes nothing but the append (no new room, snapshot, state
+ * change, redaction, backward extremity, outlier upgrade, backfill position or extremity set
+ * beyond one replacing one): what persist does, kept in step with it.
+ */
+function onlyAppends(jobs: readonly Queued[], events: readonly PersistEvent[]): boolean {
+  if (jobs.some((q) => q.job.before !== undefined)) return false;
+  const stored = (s: SnapshotRef | null) => s === null || s.info !== undefined;
+  return events.every(
+    (e) =>
+      e.position !== 'backfill' &&
+      e.upgradesOutlier !== true &&
+      e.currentState === undefined &&
+      e.redactionTarget === undefined &&
+      (e.backward === undefined || (e.backward.add.length === 0 && e.backward.remove.length === 0)) &&
+      stored(e.snapshotBefore) &&
+      stored(e.snapshotAfter) &&
+      (e.extremities === undefined || (e.head.storedExtremityCount === 1 && e.extremities.length === 1)),
+  );
 }
 
 function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo | null): Required<NewEventRow> {

@@ -59,6 +59,31 @@ function pgTypes(pg: typeof Pg) {
   };
 }
 
+/**
+ * Starts a statement's SQL text that PostgreSQL should parse and plan once per connection and then
+ * run by name: for the few statements run many times a second (the send path's), where parsing
+ * and planning cost about as much as running them. Harmless to SQLite, whose statements are
+ * prepared once anyway. Only for statements whose result columns are named: a prepared `select *`
+ * would fail once a migration changed the table.
+ */
+export const PREPARED = '/* prepared */ ';
+
+/** pg's client, running SQL that starts with PREPARED as a named prepared statement. */
+function preparingClient(pg: typeof Pg): typeof Pg.Client {
+  const names = new Map<string, string>();
+  return class extends pg.Client {
+    override query(...args: unknown[]): never {
+      const [text, values] = args;
+      if (typeof text === 'string' && text.startsWith(PREPARED) && args.length === 2 && Array.isArray(values)) {
+        let name = names.get(text);
+        if (name === undefined) names.set(text, (name = `hearth_${names.size}`));
+        return super.query({ name, text, values }) as never;
+      }
+      return (super.query as (...a: unknown[]) => never)(...args);
+    }
+  };
+}
+
 export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema> {
   const dialect = dialectOf(options.connectionString);
   if (dialect === 'postgres') {
@@ -72,6 +97,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
       idleTimeoutMillis: 10_000,
       maxLifetimeSeconds: lifetime > 0 ? lifetime : 0,
       types: pgTypes(pg),
+      Client: preparingClient(pg),
     });
     // An idle connection that breaks (server restart, dropped network, a forced disconnect) is
     // dropped by the pool and reopened on demand; without a listener its error would crash us.

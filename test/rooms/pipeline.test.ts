@@ -8,6 +8,7 @@ import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import type { StreamChange } from '../../src/streams/bus.js';
 import { STATE_CHAIN_LIMIT } from '../../src/storage/rooms/state-snapshots.js';
 import { storageBackends } from '../support/databases.js';
+import { statements } from '../support/statements.js';
 import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
@@ -125,6 +126,44 @@ for (const backend of await storageBackends()) {
           assert.deepEqual(referenceIds((JSON.parse(stored[i]!.json) as Pdu).prev_events), [stored[i - 1]!.event_id]);
         }
       }
+    });
+
+    test('a batch of messages into several rooms: each event its own row, position and references; on PostgreSQL one statement', async () => {
+      const roomIds = await Promise.all([0, 1, 2].map(() => h.rooms.createRoom(alice, {}).then((r) => r.roomId)));
+      for (const roomId of roomIds) await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'warm' }, `warm-${roomId}`);
+      let sent: string[] = [];
+      const n = await statements(h.database.db, async () => {
+        sent = await Promise.all(
+          roomIds.flatMap((roomId) => Array.from({ length: 4 }, (_, i) => h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: `${i}` }, `batch-${roomId}-${i}`))),
+        );
+      });
+      if (backend.name === 'postgres') assert.equal(n, 1, 'the batch is one statement');
+      const stored = await h.database.db
+        .selectFrom('events')
+        .select(['event_nid', 'event_id', 'room_nid', 'stream_ordering', 'json'])
+        .where('event_id', 'in', sent)
+        .orderBy('event_nid')
+        .execute();
+      assert.equal(stored.length, sent.length);
+      // Positions rise with nids, one apart: the batch took consecutive positions in its order.
+      for (let i = 1; i < stored.length; i++) assert.equal(Number(stored[i]!.stream_ordering), Number(stored[i - 1]!.stream_ordering) + 1);
+      for (const r of stored) {
+        const pdu = JSON.parse(r.json) as Pdu;
+        const edges = await h.database.db.selectFrom('event_edges').select('prev_event_id').where('event_nid', '=', r.event_nid).execute();
+        assert.deepEqual(edges.map((e) => e.prev_event_id), referenceIds(pdu.prev_events));
+        const auth = await h.database.db.selectFrom('event_auth').select('auth_event_id').where('event_nid', '=', r.event_nid).execute();
+        assert.deepEqual(new Set(auth.map((a) => a.auth_event_id)), new Set(referenceIds(pdu.auth_events)));
+      }
+      for (const roomId of roomIds) {
+        const room = await h.database.db.selectFrom('rooms').select(['room_nid', 'latest_position']).where('room_id', '=', roomId).executeTakeFirstOrThrow();
+        const own = stored.filter((r) => Number(r.room_nid) === Number(room.room_nid));
+        const last = own[own.length - 1]!;
+        assert.equal(Number(room.latest_position), Number(last.stream_ordering));
+        const extremities = await h.database.db.selectFrom('forward_extremities').select('event_nid').where('room_nid', '=', room.room_nid).execute();
+        assert.deepEqual(extremities.map((e) => Number(e.event_nid)), [Number(last.event_nid)]);
+      }
+      // The rooms go on from there.
+      for (const roomId of roomIds) await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: 'after' });
     });
 
     test('a message writes no state rows; a state event writes one snapshot; the chain stays bounded', async () => {

@@ -32,7 +32,7 @@ export function useTxnRows(backend: { create(): Promise<TestDatabase> }, roomId:
     target = await backend.create();
     const database = (opened = openDatabase<Schema>({ connectionString: target.connectionString, maxOpenConns: 4 }));
     await migrateToLatest(database.db as never, database.dialect);
-    const queries = new HotRoomQueries(database.db);
+    const queries = new HotRoomQueries(database.db, database.dialect);
     const roomNid = await insertRoom(database.db, { roomId, version: '10', creator: '@a:hs', createdTs: 0, isPublic: false });
     let position = 0;
     const made: TxnRows = {
@@ -43,11 +43,12 @@ export function useTxnRows(backend: { create(): Promise<TestDatabase> }, roomId:
       async store(sender, device, txn) {
         position++;
         const eventId = `$e${position}`;
-        await queries.insertEventRow(database.db, {
+        const row = {
           event_id: eventId, room_nid: roomNid, type: 'm.room.message', state_key: null, sender, origin_server_ts: 0, depth: position,
           stream_ordering: position, json: '{}', unsigned_json: null, redacts: null, redacted_by: null, status: 'timeline', rejection_reason: null,
           state_before_nid: null, state_after_nid: null, txn_device_id: device, txn_id: txn,
-        });
+        } as const;
+        await queries.appendEvents(database.db, { positions: 0, events: [{ row, streamRank: undefined, authEventIds: [], prevEventIds: [] }], rooms: [] });
         return eventId;
       },
     };

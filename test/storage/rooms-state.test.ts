@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Kysely } from 'kysely';
-import { stateKey, type StateKey } from '../../src/protocol/events.js';
+import { parseStateKey, stateKey, type StateKey } from '../../src/protocol/events.js';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { insertRoom } from '../../src/storage/rooms/rooms.js';
@@ -207,6 +207,20 @@ for (const backend of await storageBackends()) {
       assert.equal(a, again);
       assert.notEqual(await keys.getOrCreate(database.db, 'm.room.topic', 'x'), a);
       assert.equal(keys.cached(stateKey('m.room.topic', '')), a);
+    });
+
+    test('state key ids resolved many at once: new ones created, known ones found, the same as one at a time', async () => {
+      const known = await new StateKeyNids().getOrCreate(database.db, 'm.room.member', '@known:hs');
+      const keys = new StateKeyNids();
+      const wanted = [stateKey('m.room.member', '@known:hs'), stateKey('m.room.member', '@new1:hs'), stateKey('x.type', 'new'), stateKey('m.room.member', '@new1:hs')];
+      await database.db.transaction().execute((trx) => keys.resolve(trx, wanted));
+      assert.equal(keys.cached(wanted[0]!), known);
+      const others = new StateKeyNids();
+      for (const k of wanted) {
+        const { type, stateKey: key } = parseStateKey(k);
+        assert.equal(await others.getOrCreate(database.db, type, key), keys.cached(k));
+      }
+      assert.equal(new Set(wanted.map((k) => keys.cached(k))).size, 3);
     });
 
     test('property: any sequence of changes reads back as the map it built', async () => {

@@ -1,14 +1,109 @@
-// The statements every send runs, compiled once per database: the transaction-id lookup, the
-// event row, its auth and prev references, the events-stream positions, the room's latest
-// position and the forward extremity of a linear room.
+// The statements every send runs, compiled once per database: the transaction-id lookup and a
+// batch's append: events-stream positions, event rows with their auth and prev references, the
+// rooms' latest positions and the forward extremity of a linear room. On PostgreSQL the append is
+// one statement (a round trip costs more than the work), its rows as one array per column.
 
 import { CompiledQuery, sql, type Kysely } from 'kysely';
-import type { DialectName } from '../database.js';
+import { PREPARED, type DialectName } from '../database.js';
 import type { Schema } from '../schema.js';
 import { compileOnce, type CompiledStatement } from './compiled.js';
 import type { NewEventRow } from './events.js';
 
 type Row<T> = Required<{ [K in keyof T]: T[K] }>;
+
+/** An event row to insert, with the auth and prev events it cites (rows of event_auth, event_edges). */
+export interface NewEvent {
+  /** Its stream_ordering is that of `streamRank` when it has one. */
+  readonly row: Row<NewEventRow>;
+  /** Which of the batch's new events-stream positions it takes (0 for the first), if any. */
+  readonly streamRank: number | undefined;
+  readonly authEventIds: readonly string[];
+  readonly prevEventIds: readonly string[];
+}
+
+/** What a batch moves forward in one room. */
+export interface RoomAdvance {
+  readonly roomNid: number;
+  /** The rank of its newest position taken in the batch: the room's latest position (never moved back). */
+  readonly latestRank: number | undefined;
+  /** The one forward extremity replacing the one stored: an event inserted in the batch (by id) or stored before (by nid). */
+  readonly extremity: { readonly eventId: string } | { readonly nid: number } | undefined;
+}
+
+export interface AppendBatch {
+  /** How many events-stream positions the batch takes. */
+  readonly positions: number;
+  /** Inserted in this order (their nids rise in it). */
+  readonly events: readonly NewEvent[];
+  readonly rooms: readonly RoomAdvance[];
+}
+
+export interface Appended {
+  /** The nids of the inserted events, in order. */
+  readonly nids: number[];
+  /** The position of rank 0 (meaningless when the batch took none). */
+  readonly firstPosition: number;
+}
+
+// The events columns a send fills, with their PostgreSQL types.
+const EVENT_COLUMNS = [
+  ['event_id', 'text'],
+  ['room_nid', 'int8'],
+  ['type', 'text'],
+  ['state_key', 'text'],
+  ['sender', 'text'],
+  ['origin_server_ts', 'int8'],
+  ['depth', 'int8'],
+  ['stream_ordering', 'int8'],
+  ['json', 'text'],
+  ['unsigned_json', 'text'],
+  ['redacts', 'text'],
+  ['redacted_by', 'text'],
+  ['status', 'text'],
+  ['rejection_reason', 'text'],
+  ['state_before_nid', 'int8'],
+  ['state_after_nid', 'int8'],
+  ['txn_device_id', 'text'],
+  ['txn_id', 'text'],
+] as const satisfies readonly (readonly [keyof NewEventRow, string])[];
+
+// PostgreSQL: the whole append in one statement. Rows go in in the order given (so nids rise in
+// that order) and are matched back by event id; the last row carries the first position.
+const APPEND_SQL = (() => {
+  const n = EVENT_COLUMNS.length;
+  const names = EVENT_COLUMNS.map(([c]) => c).join(', ');
+  const arrays = EVENT_COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ');
+  const values = EVENT_COLUMNS.map(([c]) => (c === 'stream_ordering' ? `coalesce(a.first + r.rank, r.stream_ordering)` : `r.${c}`)).join(', ');
+  const refs = (table: string, column: string, first: number) =>
+    `insert into ${table} (event_nid, ${column})
+      select ins.event_nid, g.id from unnest($${first}::text[], $${first + 1}::text[]) as g(event_id, id) join ins on ins.event_id = g.event_id
+      on conflict do nothing`;
+  const count = `$${n + 6}::int8`;
+  const rooms = `$${n + 7}::int8[], $${n + 8}::int8[], $${n + 9}::int8[], $${n + 10}::text[]`;
+  return `${PREPARED}with alloc as (
+      insert into stream_positions (stream, position) select 'events', ${count} where ${count} > 0
+      on conflict (stream) do update set position = stream_positions.position + excluded.position
+      returning position - ${count} + 1 as first
+    ), a as (
+      select (select first from alloc) as first
+    ), ins as (
+      insert into events (${names})
+      select ${values} from unnest(${arrays}, $${n + 1}::int8[]) with ordinality as r(${names}, rank, i), a order by r.i
+      returning event_nid, event_id
+    ), auth as (${refs('event_auth', 'auth_event_id', n + 2)}
+    ), edges as (${refs('event_edges', 'prev_event_id', n + 4)}
+    ), v as (
+      select * from unnest(${rooms}) as v(room_nid, latest_rank, extremity_nid, extremity_id)
+    ), latest as (
+      update rooms r set latest_position = a.first + v.latest_rank from v, a
+      where r.room_nid = v.room_nid and v.latest_rank is not null and (r.latest_position is null or r.latest_position < a.first + v.latest_rank)
+    ), moved as (
+      update forward_extremities f set event_nid = coalesce(v.extremity_nid, (select ins.event_nid from ins where ins.event_id = v.extremity_id)) from v
+      where f.room_nid = v.room_nid and (v.extremity_nid is not null or v.extremity_id is not null)
+    )
+    select event_id, event_nid as nid from ins
+    union all select null, first from a`;
+})();
 
 export class HotRoomQueries {
   private readonly txnLookup: CompiledStatement<{ room: number; sender: string; device: string; txn: string }, { event_id: string }>;
@@ -16,12 +111,15 @@ export class HotRoomQueries {
   private readonly allocate: CompiledStatement<{ count: number }, { position: number }>;
   private readonly moveExtremity: CompiledStatement<{ room: number; event: number }, unknown>;
   private readonly latest: CompiledStatement<{ room: number; position: number }, unknown>;
-  /** PostgreSQL: (event nid, id) pairs as one JSON array, one round trip whatever the count. */
-  private readonly graphInserts: { readonly auth: string; readonly edges: string };
-  /** SQLite: one row at a time through a prepared statement, cheaper than parsing JSON. */
+  /**
+   * SQLite: one row at a time through prepared statements, cheaper there than parsing arrays or
+   * JSON (no round trips to save). PostgreSQL: a batch's append in one statement.
+   */
+  private readonly rowAtATime: boolean;
+  /** Whether appendEvents is one statement (atomic without a transaction around it). */
+  readonly appendIsOneStatement: boolean;
   private readonly authRow: CompiledStatement<{ event: number; id: string }, unknown>;
   private readonly edgeRow: CompiledStatement<{ event: number; id: string }, unknown>;
-  private readonly rowAtATime: boolean;
 
   constructor(db: Kysely<Schema>, dialect: DialectName = 'sqlite') {
     this.txnLookup = compileOnce((p) =>
@@ -75,10 +173,8 @@ export class HotRoomQueries {
         .where('room_nid', '=', p('room'))
         .where((eb) => eb.or([eb('latest_position', 'is', null), eb('latest_position', '<', p('position'))])),
     );
-    const pairs = (table: string, column: string) =>
-      `insert into ${table} (event_nid, ${column}) select (p->>0)::bigint, p->>1 from jsonb_array_elements($1::jsonb) as p on conflict do nothing`;
-    this.graphInserts = { auth: pairs('event_auth', 'auth_event_id'), edges: pairs('event_edges', 'prev_event_id') };
     this.rowAtATime = dialect === 'sqlite';
+    this.appendIsOneStatement = !this.rowAtATime;
     this.authRow = compileOnce((p) =>
       db.insertInto('event_auth').values({ event_nid: p('event'), auth_event_id: p('id') }).onConflict((oc) => oc.doNothing()),
     );
@@ -87,36 +183,69 @@ export class HotRoomQueries {
     );
   }
 
-  /** The auth and prev references of new events (event_auth, event_edges). */
-  async insertGraphRows(trx: Kysely<Schema>, rows: readonly { eventNid: number; authEventIds: readonly string[]; prevEventIds: readonly string[] }[]): Promise<void> {
-    if (this.rowAtATime) {
-      for (const r of rows) {
-        for (const id of r.authEventIds) await this.authRow(trx, { event: r.eventNid, id });
-        for (const id of r.prevEventIds) await this.edgeRow(trx, { event: r.eventNid, id });
-      }
-      return;
+  /**
+   * Takes the batch's events-stream positions, inserts its event rows with their auth and prev
+   * references (an id cited twice is kept once) and moves its rooms forward.
+   */
+  async appendEvents(trx: Kysely<Schema>, batch: AppendBatch): Promise<Appended> {
+    if (batch.positions === 0 && batch.events.length === 0 && batch.rooms.length === 0) return { nids: [], firstPosition: 0 };
+    if (this.rowAtATime) return this.appendRowAtATime(trx, batch);
+    const { events, rooms } = batch;
+    const columns = EVENT_COLUMNS.map(([c]) => events.map((e) => e.row[c]));
+    const refs = (ids: (e: NewEvent) => readonly string[]): [string[], string[]] => {
+      const of: string[] = [];
+      const cited: string[] = [];
+      for (const e of events) for (const id of ids(e)) (of.push(e.row.event_id), cited.push(id));
+      return [of, cited];
+    };
+    const params = [
+      ...columns,
+      events.map((e) => e.streamRank ?? null),
+      ...refs((e) => e.authEventIds),
+      ...refs((e) => e.prevEventIds),
+      batch.positions,
+      rooms.map((r) => r.roomNid),
+      rooms.map((r) => r.latestRank ?? null),
+      rooms.map((r) => (r.extremity !== undefined && 'nid' in r.extremity ? r.extremity.nid : null)),
+      rooms.map((r) => (r.extremity !== undefined && 'eventId' in r.extremity ? r.extremity.eventId : null)),
+    ];
+    const { rows } = await trx.executeQuery<{ event_id: string | null; nid: number | null }>(CompiledQuery.raw(APPEND_SQL, params));
+    const nidOf = new Map<string, number>();
+    let firstPosition = 0;
+    for (const r of rows) {
+      if (r.event_id !== null) nidOf.set(r.event_id, Number(r.nid));
+      else if (r.nid !== null) firstPosition = Number(r.nid);
     }
-    const auth = rows.flatMap((r) => r.authEventIds.map((id) => [r.eventNid, id]));
-    const edges = rows.flatMap((r) => r.prevEventIds.map((id) => [r.eventNid, id]));
-    if (auth.length > 0) await trx.executeQuery(CompiledQuery.raw(this.graphInserts.auth, [JSON.stringify(auth)]));
-    if (edges.length > 0) await trx.executeQuery(CompiledQuery.raw(this.graphInserts.edges, [JSON.stringify(edges)]));
+    return { nids: events.map((e) => nidOf.get(e.row.event_id)!), firstPosition };
   }
 
-  /** Moves a room's latest position forward (never back). */
-  async setLatestPosition(trx: Kysely<Schema>, room: number, position: number): Promise<void> {
-    await this.latest(trx, { room, position });
+  private async appendRowAtATime(trx: Kysely<Schema>, { positions, events, rooms }: AppendBatch): Promise<Appended> {
+    const firstPosition = positions > 0 ? await this.allocateEventPositions(trx, positions) : 0;
+    const nids: number[] = [];
+    const nidOf = new Map<string, number>();
+    for (const e of events) {
+      const row = e.streamRank === undefined ? e.row : { ...e.row, stream_ordering: firstPosition + e.streamRank };
+      const { rows } = await this.insertEvent(trx, row);
+      const event = Number(rows[0]!.event_nid);
+      for (const id of e.authEventIds) await this.authRow(trx, { event, id });
+      for (const id of e.prevEventIds) await this.edgeRow(trx, { event, id });
+      nids.push(event);
+      nidOf.set(e.row.event_id, event);
+    }
+    for (const r of rooms) {
+      if (r.latestRank !== undefined) await this.latest(trx, { room: r.roomNid, position: firstPosition + r.latestRank });
+      if (r.extremity !== undefined) {
+        const event = 'nid' in r.extremity ? r.extremity.nid : nidOf.get(r.extremity.eventId)!;
+        await this.moveExtremity(trx, { room: r.roomNid, event });
+      }
+    }
+    return { nids, firstPosition };
   }
 
   /** The event a device sent into a room with this transaction id, if any. */
   async eventIdByTxn(db: Kysely<Schema>, room: number, sender: string, device: string, txn: string): Promise<string | undefined> {
     const { rows } = await this.txnLookup(db, { room, sender, device, txn });
     return rows[0]?.event_id;
-  }
-
-  /** Inserts one event row; returns its nid. */
-  async insertEventRow(trx: Kysely<Schema>, row: Row<NewEventRow>): Promise<number> {
-    const { rows } = await this.insertEvent(trx, row);
-    return Number(rows[0]!.event_nid);
   }
 
   /**
@@ -126,10 +255,5 @@ export class HotRoomQueries {
   async allocateEventPositions(trx: Kysely<Schema>, count: number): Promise<number> {
     const { rows } = await this.allocate(trx, { count });
     return Number(rows[0]!.position) - count + 1;
-  }
-
-  /** Points a room's single forward extremity at another event. */
-  async moveForwardExtremity(trx: Kysely<Schema>, room: number, event: number): Promise<void> {
-    await this.moveExtremity(trx, { room, event });
   }
 }

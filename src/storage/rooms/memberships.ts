@@ -6,35 +6,48 @@ import type { RoomMembershipsTable, Schema } from '../schema.js';
 
 export type MembershipRow = Selectable<RoomMembershipsTable>;
 
-export async function upsertMembership(
-  trx: Kysely<Schema>,
-  row: { roomNid: number; userId: string; membership: string; eventNid: number; streamOrdering: number },
-): Promise<void> {
-  const values = {
-    room_nid: row.roomNid,
-    user_id: row.userId,
-    membership: row.membership,
-    event_nid: row.eventNid,
-    stream_ordering: row.streamOrdering,
-    forgotten: 0,
-  };
-  await trx
-    .insertInto('room_memberships')
-    .values(values)
-    .onConflict((oc) =>
-      oc.columns(['room_nid', 'user_id']).doUpdateSet({
-        membership: values.membership,
-        event_nid: values.event_nid,
-        stream_ordering: values.stream_ordering,
-        forgotten: 0,
-      }),
-    )
-    .execute();
+export interface NewMembership {
+  readonly roomNid: number;
+  readonly userId: string;
+  readonly membership: string;
+  readonly eventNid: number;
+  readonly streamOrdering: number;
 }
 
-/** A user's membership row, when their member event left the room's current state. */
-export async function deleteMembership(trx: Kysely<Schema>, roomNid: number, userId: string): Promise<void> {
-  await trx.deleteFrom('room_memberships').where('room_nid', '=', roomNid).where('user_id', '=', userId).execute();
+const ROWS_PER_STATEMENT = 1000;
+
+/** Memberships of several users at once; one row per (room, user) at most. */
+export async function upsertMemberships(trx: Kysely<Schema>, rows: readonly NewMembership[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    await trx
+      .insertInto('room_memberships')
+      .values(
+        rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({
+          room_nid: r.roomNid,
+          user_id: r.userId,
+          membership: r.membership,
+          event_nid: r.eventNid,
+          stream_ordering: r.streamOrdering,
+          forgotten: 0,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['room_nid', 'user_id']).doUpdateSet((eb) => ({
+          membership: eb.ref('excluded.membership'),
+          event_nid: eb.ref('excluded.event_nid'),
+          stream_ordering: eb.ref('excluded.stream_ordering'),
+          forgotten: 0,
+        })),
+      )
+      .execute();
+  }
+}
+
+/** The membership rows of users of a room whose member events left its current state. */
+export async function deleteMemberships(trx: Kysely<Schema>, roomNid: number, userIds: readonly string[]): Promise<void> {
+  for (let i = 0; i < userIds.length; i += ROWS_PER_STATEMENT) {
+    await trx.deleteFrom('room_memberships').where('room_nid', '=', roomNid).where('user_id', 'in', userIds.slice(i, i + ROWS_PER_STATEMENT)).execute();
+  }
 }
 
 export async function membershipOf(db: Kysely<Schema>, roomNid: number, userId: string): Promise<MembershipRow | undefined> {

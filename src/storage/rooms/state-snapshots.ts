@@ -12,7 +12,7 @@
 // base of N rows comes after at least N/4 changes, 4 rows per state event amortised.
 
 import type { Kysely } from 'kysely';
-import { stateKey, type StateKey } from '../../protocol/events.js';
+import { parseStateKey, stateKey, type StateKey } from '../../protocol/events.js';
 import type { Schema } from '../schema.js';
 
 /** Snapshots allowed on top of a full snapshot: a bound that the policy below rarely reaches. */
@@ -268,6 +268,9 @@ export async function snapshotRowCount(db: Kysely<Schema>, roomNid: number): Pro
  * Integer ids for (type, state_key) pairs. Ids never change once given, so they are cached for
  * the life of the process.
  */
+/** Pairs per statement when resolving many: four parameters each, far below both backends' limits. */
+const KEYS_PER_STATEMENT = 1000;
+
 export class StateKeyNids {
   private readonly byKey = new Map<StateKey, number>();
 
@@ -303,6 +306,33 @@ export class StateKeyNids {
     }
     this.byKey.set(k, Number(nid));
     return Number(nid);
+  }
+
+  /**
+   * Makes the ids of these pairs known (`cached` answers them after), creating those that are new
+   * inside the caller's transaction: a statement or two for all of them rather than per pair.
+   */
+  async resolve(trx: Kysely<Schema>, keys: Iterable<StateKey>): Promise<void> {
+    const missing = [...new Set(keys)].filter((k) => !this.byKey.has(k));
+    for (let i = 0; i < missing.length; i += KEYS_PER_STATEMENT) {
+      const part = missing.slice(i, i + KEYS_PER_STATEMENT).map(parseStateKey);
+      const inserted = await trx
+        .insertInto('event_state_keys')
+        .values(part.map((p) => ({ event_type: p.type, state_key: p.stateKey })))
+        .onConflict((oc) => oc.columns(['event_type', 'state_key']).doNothing())
+        .returning(['state_key_nid', 'event_type', 'state_key'])
+        .execute();
+      for (const r of inserted) this.byKey.set(stateKey(r.event_type, r.state_key), Number(r.state_key_nid));
+      // Those another writer created first.
+      const rest = part.filter((p) => !this.byKey.has(stateKey(p.type, p.stateKey)));
+      if (rest.length === 0) continue;
+      const found = await trx
+        .selectFrom('event_state_keys')
+        .select(['state_key_nid', 'event_type', 'state_key'])
+        .where((eb) => eb.or(rest.map((p) => eb.and([eb('event_type', '=', p.type), eb('state_key', '=', p.stateKey)]))))
+        .execute();
+      for (const r of found) this.byKey.set(stateKey(r.event_type, r.state_key), Number(r.state_key_nid));
+    }
   }
 
   /** Forgets every id: called when a transaction that may have created some rolled back. */
