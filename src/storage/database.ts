@@ -122,6 +122,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   // server's memory target is tight.
   sqlite.pragma('cache_size = -4000');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+  sqliteHandles.set(db, sqlite);
   if (inMemory) return { db, dialect, close: () => db.destroy() };
   const checkpointer = new WalCheckpointer(resolve(path), db as Kysely<unknown>, (pages) => sqlite.pragma(`wal_autocheckpoint = ${pages}`));
   return {
@@ -137,6 +138,18 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
 }
 
 const STATEMENT_CACHE_SIZE = 1000;
+
+const sqliteHandles = new WeakMap<object, BetterSqlite3.Database>();
+
+/**
+ * The SQLite connection under a database openDatabase opened (undefined for PostgreSQL): for the
+ * few statements every send runs, run inside a transaction of that database without Kysely's
+ * per-statement promise chain. Only inside a transaction: the connection is shared, and a
+ * statement run outside one could see another transaction's uncommitted rows.
+ */
+export function sqliteHandleOf(db: object): BetterSqlite3.Database | undefined {
+  return sqliteHandles.get(db);
+}
 
 /**
  * The SQLite handle as Kysely sees it, with prepared statements reused by SQL text: Kysely asks
