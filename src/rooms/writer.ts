@@ -114,14 +114,16 @@ export class EventWriter {
     if (live.length === 0) return;
     try {
       await this.commit(live);
-      return;
     } catch (err) {
       this.stateKeys.clear();
-      if (live.length === 1) {
-        this.fail(live, err);
-        return;
-      }
+      if (live.length === 1) this.fail(live, err);
+      else await this.commitOneByOne(live);
+      return;
     }
+    this.settle(live);
+  }
+
+  private async commitOneByOne(live: readonly Queued[]): Promise<void> {
     // One job broke a shared transaction: write them one by one, so only it (and what was built
     // on it) fails.
     const failed = new Set<RoomHead>();
@@ -136,12 +138,31 @@ export class EventWriter {
         this.stateKeys.clear();
         for (const e of q.job.events) failed.add(e.head);
         q.reject(err);
+        continue;
       }
+      this.settle([q]);
     }
     if (failed.size > 0) this.markDead(failed);
   }
 
-  /** Writes the jobs in one transaction; resolves them once it committed. */
+  /**
+   * Tells the hooks what committed, then resolves the jobs. Outside the batch's error handling: a
+   * hook that threw must not make a committed batch be written again.
+   */
+  private settle(jobs: readonly Queued[]): void {
+    try {
+      this.hooks.committed(jobs.flatMap((q) => q.job.events));
+    } catch (err) {
+      // The rows are stored whatever the hook did; the error surfaces as the bug it is.
+      queueMicrotask(() => {
+        throw err;
+      });
+    } finally {
+      for (const q of jobs) q.resolve();
+    }
+  }
+
+  /** Writes the jobs in one transaction (settle tells and resolves them once it committed). */
   private async commit(jobs: readonly Queued[]): Promise<void> {
     const events = jobs.flatMap((q) => q.job.events);
     const snapshots = new Map<SnapshotRef, SnapshotInfo>();
@@ -153,11 +174,6 @@ export class EventWriter {
     // Only now: a rolled-back transaction's snapshot rows do not exist.
     for (const [s, info] of snapshots) s.info = info;
     for (const [head, count] of extremityCounts) head.storedExtremityCount = count;
-    try {
-      this.hooks.committed(events);
-    } finally {
-      for (const q of jobs) q.resolve();
-    }
   }
 
   private fail(jobs: readonly Queued[], err: unknown): void {
