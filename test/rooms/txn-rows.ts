@@ -48,7 +48,9 @@ export function useTxnRows(backend: { create(): Promise<TestDatabase> }, roomId:
           stream_ordering: position, json: '{}', unsigned_json: null, redacts: null, redacted_by: null, status: 'timeline', rejection_reason: null,
           state_before_nid: null, state_after_nid: null, txn_device_id: device, txn_id: txn,
         } as const;
-        await queries.appendEvents(database.db, { positions: 0, events: [{ row, streamRank: undefined, authEventIds: [], prevEventIds: [] }], rooms: [] });
+        await database.db.transaction().execute((trx) =>
+          queries.appendEvents(trx, { positions: 0, events: [{ row, streamRank: undefined, authEventIds: [], prevEventIds: [] }], rooms: [] }),
+        );
         return eventId;
       },
     };

@@ -69,10 +69,9 @@ function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
   return a.every((id) => ids.has(id));
 }
 
-/** Decides `c` against the room's head, advancing the head when the event is accepted. */
-export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candidate, g: Gathered): Promise<PersistEvent> {
-  const version = head.version;
-  const base = {
+/** What every unit deciding `c` holds, whatever the decision. */
+function unitBase(head: RoomHead, c: Candidate, redactedBy: string | undefined, backward: PersistEvent['backward']) {
+  return {
     head,
     ref: c.ref,
     pdu: c.pdu,
@@ -80,10 +79,16 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     event: c.event,
     stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
     txn: undefined,
-    redactedBy: g.redactedBy,
-    backward: g.missingPrev.length === 0 && !g.fillsBackward ? undefined : { add: g.missingPrev, remove: g.fillsBackward ? [c.ref.eventId] : [] },
+    redactedBy,
+    backward,
     streamOrdering: undefined,
   };
+}
+
+/** Decides `c` against the room's head, advancing the head when the event is accepted. */
+export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candidate, g: Gathered): Promise<PersistEvent> {
+  const version = head.version;
+  const base = unitBase(head, c, g.redactedBy, g.missingPrev.length === 0 && !g.fillsBackward ? undefined : { add: g.missingPrev, remove: g.fillsBackward ? [c.ref.eventId] : [] });
   const refuse = (status: 'rejected' | 'soft_failed', reason: string | undefined, before: SnapshotRef | null, after: SnapshotRef | null): PersistEvent => ({
     ...base,
     status,
@@ -191,19 +196,7 @@ export interface GatheredBackfill extends Omit<Gathered, 'citedByStored' | 'fill
  */
 export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Candidate, g: GatheredBackfill): Promise<PersistEvent> {
   const version = head.version;
-  const base = {
-    head,
-    ref: c.ref,
-    pdu: c.pdu,
-    json: c.json,
-    event: c.event,
-    stateKey: c.event.state_key === undefined ? undefined : stateKey(c.event.type, c.event.state_key),
-    txn: undefined,
-    redactedBy: g.redactedBy,
-    backward: { add: g.missingPrev, remove: [c.ref.eventId] },
-    extremities: undefined,
-    streamOrdering: undefined,
-  };
+  const base = { ...unitBase(head, c, g.redactedBy, { add: g.missingPrev, remove: [c.ref.eventId] }), extremities: undefined };
   const reject = (reason: string | undefined, before: SnapshotRef | null): PersistEvent => ({
     ...base,
     status: 'rejected',

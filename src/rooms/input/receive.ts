@@ -125,17 +125,11 @@ export class EventReceiver {
           outcomes[index] = outcome;
           if (stored !== undefined) writes.push({ index, stored });
         } catch (err) {
-          outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+          outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: messageOf(err) };
         }
       }
     }
-    for (const { index, stored } of writes) {
-      try {
-        await stored;
-      } catch (err) {
-        outcomes[index] = { eventId: outcomes[index]!.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
-      }
-    }
+    await settleWrites(writes, outcomes);
     return outcomes;
   }
 
@@ -386,16 +380,10 @@ export class EventReceiver {
         outcomes[index] = outcome;
         if (stored !== undefined) writes.push({ index, stored });
       } catch (err) {
-        outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
+        outcomes[index] = { eventId: c.ref.eventId, status: 'dropped', reason: messageOf(err) };
       }
     }
-    for (const { index, stored } of writes) {
-      try {
-        await stored;
-      } catch (err) {
-        outcomes[index] = { eventId: outcomes[index]!.eventId, status: 'dropped', reason: err instanceof Error ? err.message : String(err) };
-      }
-    }
+    await settleWrites(writes, outcomes);
     return outcomes;
   }
 
@@ -558,4 +546,19 @@ function compareIds(a: string, b: string): number {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Waits for a batch's writes; an event whose write failed is dropped after all. */
+async function settleWrites(writes: readonly { index: number; stored: Promise<unknown> }[], outcomes: ReceiveOutcome[]): Promise<void> {
+  for (const { index, stored } of writes) {
+    try {
+      await stored;
+    } catch (err) {
+      outcomes[index] = { eventId: outcomes[index]!.eventId, status: 'dropped', reason: messageOf(err) };
+    }
+  }
 }

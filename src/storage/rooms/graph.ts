@@ -69,7 +69,7 @@ export async function backwardAmong(db: Kysely<Schema>, roomNids: readonly numbe
   const out = new Set<string>();
   const rooms = [...new Set(roomNids)];
   if (rooms.length === 0) return out;
-  for (const part of chunks([...new Set(eventIds)], IDS_PER_STATEMENT - rooms.length)) {
+  for (const part of chunks([...new Set(eventIds)], Math.max(1, IDS_PER_STATEMENT - rooms.length))) {
     const rows = await db.selectFrom('backward_extremities').select('event_id').where('room_nid', 'in', rooms).where('event_id', 'in', part).execute();
     for (const r of rows) out.add(r.event_id);
   }

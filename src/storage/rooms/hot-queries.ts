@@ -1,7 +1,8 @@
 // The statements every send runs, compiled once per database: the transaction-id lookup and a
 // batch's append: events-stream positions, event rows with their auth and prev references, the
 // rooms' latest positions and the forward extremity of a linear room. On PostgreSQL the append is
-// one statement (a round trip costs more than the work), its rows as one array per column.
+// one statement (a round trip costs more than the work), its rows as one array per column; on
+// SQLite its statements are prepared on the connection and run inside the writer's transaction.
 
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -154,19 +155,9 @@ class SqliteAppend {
 
 export class HotRoomQueries {
   private readonly txnLookup: CompiledStatement<{ room: number; sender: string; device: string; txn: string }, { event_id: string }>;
-  private readonly insertEvent: CompiledStatement<Row<NewEventRow>, { event_nid: number }>;
   private readonly allocate: CompiledStatement<{ count: number }, { position: number }>;
-  private readonly moveExtremity: CompiledStatement<{ room: number; event: number }, unknown>;
-  private readonly latest: CompiledStatement<{ room: number; position: number }, unknown>;
-  /**
-   * SQLite: one row at a time through prepared statements, cheaper there than parsing arrays or
-   * JSON (no round trips to save). PostgreSQL: a batch's append in one statement.
-   */
-  private readonly rowAtATime: boolean;
-  /** Whether appendEvents is one statement (atomic without a transaction around it). */
+  /** Whether appendEvents is one statement (atomic without a transaction around it): PostgreSQL's. */
   readonly appendIsOneStatement: boolean;
-  private readonly authRow: CompiledStatement<{ event: number; id: string }, unknown>;
-  private readonly edgeRow: CompiledStatement<{ event: number; id: string }, unknown>;
   /** Prepared on first use: the tables may not exist yet when this is made. */
   private sqlite: SqliteAppend | undefined;
   private readonly sqliteHandle: BetterSqlite3.Database | undefined;
@@ -182,31 +173,6 @@ export class HotRoomQueries {
         .where('txn_device_id', '=', p('device'))
         .where('txn_id', '=', p('txn')),
     );
-    this.insertEvent = compileOnce((p) =>
-      db
-        .insertInto('events')
-        .values({
-          event_id: p('event_id'),
-          room_nid: p('room_nid'),
-          type: p('type'),
-          state_key: p('state_key'),
-          sender: p('sender'),
-          origin_server_ts: p('origin_server_ts'),
-          depth: p('depth'),
-          stream_ordering: p('stream_ordering'),
-          json: p('json'),
-          unsigned_json: p('unsigned_json'),
-          redacts: p('redacts'),
-          redacted_by: p('redacted_by'),
-          status: p('status'),
-          rejection_reason: p('rejection_reason'),
-          state_before_nid: p('state_before_nid'),
-          state_after_nid: p('state_after_nid'),
-          txn_device_id: p('txn_device_id'),
-          txn_id: p('txn_id'),
-        })
-        .returning('event_nid'),
-    );
     this.allocate = compileOnce((p) =>
       db
         .insertInto('stream_positions')
@@ -214,24 +180,7 @@ export class HotRoomQueries {
         .onConflict((oc) => oc.column('stream').doUpdateSet({ position: sql<number>`stream_positions.position + ${p('count')}` }))
         .returning('position'),
     );
-    this.moveExtremity = compileOnce((p) =>
-      db.updateTable('forward_extremities').set({ event_nid: p('event') }).where('room_nid', '=', p('room')),
-    );
-    this.latest = compileOnce((p) =>
-      db
-        .updateTable('rooms')
-        .set({ latest_position: p('position') })
-        .where('room_nid', '=', p('room'))
-        .where((eb) => eb.or([eb('latest_position', 'is', null), eb('latest_position', '<', p('position'))])),
-    );
-    this.rowAtATime = dialect === 'sqlite';
-    this.appendIsOneStatement = !this.rowAtATime;
-    this.authRow = compileOnce((p) =>
-      db.insertInto('event_auth').values({ event_nid: p('event'), auth_event_id: p('id') }).onConflict((oc) => oc.doNothing()),
-    );
-    this.edgeRow = compileOnce((p) =>
-      db.insertInto('event_edges').values({ event_nid: p('event'), prev_event_id: p('id') }).onConflict((oc) => oc.doNothing()),
-    );
+    this.appendIsOneStatement = dialect === 'postgres';
   }
 
   /**
@@ -240,8 +189,11 @@ export class HotRoomQueries {
    */
   async appendEvents(trx: Kysely<Schema>, batch: AppendBatch): Promise<Appended> {
     if (batch.positions === 0 && batch.events.length === 0 && batch.rooms.length === 0) return { nids: [], firstPosition: 0 };
-    if (this.sqliteHandle !== undefined && trx.isTransaction) return (this.sqlite ??= new SqliteAppend(this.sqliteHandle)).run(batch);
-    if (this.rowAtATime) return this.appendRowAtATime(trx, batch);
+    if (!this.appendIsOneStatement) {
+      // SQLite: the connection is shared, so its own statements run only inside a transaction.
+      if (this.sqliteHandle === undefined || !trx.isTransaction) throw new Error('the SQLite append runs inside a transaction of a database openDatabase opened');
+      return (this.sqlite ??= new SqliteAppend(this.sqliteHandle)).run(batch);
+    }
     const { events, rooms } = batch;
     const columns = EVENT_COLUMNS.map(([c]) => events.map((e) => e.row[c]));
     const refs = (ids: (e: NewEvent) => readonly string[]): [string[], string[]] => {
@@ -269,29 +221,6 @@ export class HotRoomQueries {
       else if (r.nid !== null) firstPosition = Number(r.nid);
     }
     return { nids: events.map((e) => nidOf.get(e.row.event_id)!), firstPosition };
-  }
-
-  private async appendRowAtATime(trx: Kysely<Schema>, { positions, events, rooms }: AppendBatch): Promise<Appended> {
-    const firstPosition = positions > 0 ? await this.allocateEventPositions(trx, positions) : 0;
-    const nids: number[] = [];
-    const nidOf = new Map<string, number>();
-    for (const e of events) {
-      const row = e.streamRank === undefined ? e.row : { ...e.row, stream_ordering: firstPosition + e.streamRank };
-      const { rows } = await this.insertEvent(trx, row);
-      const event = Number(rows[0]!.event_nid);
-      for (const id of e.authEventIds) await this.authRow(trx, { event, id });
-      for (const id of e.prevEventIds) await this.edgeRow(trx, { event, id });
-      nids.push(event);
-      nidOf.set(e.row.event_id, event);
-    }
-    for (const r of rooms) {
-      if (r.latestRank !== undefined) await this.latest(trx, { room: r.roomNid, position: firstPosition + r.latestRank });
-      if (r.extremity !== undefined) {
-        const event = 'nid' in r.extremity ? r.extremity.nid : nidOf.get(r.extremity.eventId)!;
-        await this.moveExtremity(trx, { room: r.roomNid, event });
-      }
-    }
-    return { nids, firstPosition };
   }
 
   /** The event a device sent into a room with this transaction id, if any. */
