@@ -2,9 +2,10 @@
 // events, on a fresh SQLite database (or PostgreSQL with HEARTH_BENCH_POSTGRES=postgres://...).
 // Prints the time to load its head into a process that has none of it cached, joins per second
 // into it, the state snapshot rows written per state event, the event cache the head load used,
-// and the peak RSS after each phase. The room is built through one room service, which is then
-// dropped: loading and joining run in a second one, as in a server restarted with the room on disk.
-// `npm run bench:big-room` runs it with the node options `npm start` gives the server.
+// the parsed events and heap one head keeps, and the peak RSS after each phase. The room is built
+// through one room service, which is then dropped: loading and joining run in a second one, as in
+// a server restarted with the room on disk. `npm run bench:big-room` runs it with the node options
+// `npm start` gives the server, and --expose-gc to measure the heap a head keeps.
 //
 //   node --import tsx bench/big-room.bench.ts [members] [other-state-events] [joins]
 
@@ -116,6 +117,17 @@ console.log(`  head load (cold): ${fmt(load.wallMs)} ms (CPU ${fmt(load.cpuMs)} 
 console.log(`  head load again, best of 5: ${fmt(again.wallMs)} ms (CPU ${fmt(again.cpuMs)} ms)`);
 console.log(
   `  event cache used by the load: ${fmt(cacheAfter.events - cacheBefore.events)} events, ${fmt((cacheAfter.bytes - cacheBefore.bytes) / 1024 ** 2, 1)} MiB`,
+);
+// What one head holds: its parsed events, and the heap it keeps (measured when node runs with --expose-gc).
+const gc = (globalThis as { gc?: () => void }).gc;
+gc?.();
+const heapBefore = process.memoryUsage().heapUsed;
+const kept = (await loadRoomHead(database.db, cold.reader, new StateKeyNids(), roomId))!;
+gc?.();
+const heapKept = process.memoryUsage().heapUsed - heapBefore;
+console.log(
+  `  head holds ${fmt(kept.stateRefs.size)} state references, ${fmt(kept.state.parsedCount)} parsed events` +
+    (gc === undefined ? '' : `, ${fmt(heapKept / 1024 ** 2, 1)} MiB of heap`),
 );
 console.log(`  peak RSS so far: ${peakRss()}`);
 

@@ -1,7 +1,7 @@
 // What the authorization rules read of a room state: the create event, power levels, memberships
 // and the join rule, looked up once per check.
 
-import { stateKey, type RoomEvent, type StateKey } from './events.js';
+import { stateKey, type RoomEvent, type StateLookup } from './events.js';
 import {
   powerLevelsFromEvents,
   roomCreator,
@@ -28,7 +28,7 @@ export class AuthStateView {
   private levelsCache: PowerLevels | undefined;
 
   constructor(
-    readonly state: ReadonlyMap<StateKey, RoomEvent>,
+    readonly state: StateLookup,
     readonly version: RoomVersion,
   ) {}
 

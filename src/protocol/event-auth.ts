@@ -7,7 +7,7 @@
 
 import { authTypesForEvent } from './auth-events.js';
 import { ALLOW, AuthStateView, deny, domainOf, type AuthResult } from './auth-state.js';
-import type { RoomEvent, StateKey } from './events.js';
+import type { RoomEvent, StateLookup } from './events.js';
 import { checkMemberEvent } from './membership-auth.js';
 import { checkPowerLevelsEvent } from './power-levels-auth.js';
 import { powerLevelsContentProblem, requiredPowerLevelForEvent } from './power-levels.js';
@@ -104,7 +104,7 @@ export function checkStateIndependentAuth(event: RoomEvent, version: RoomVersion
  */
 export function checkStateDependentAuth(
   event: RoomEvent,
-  authState: ReadonlyMap<StateKey, RoomEvent>,
+  authState: StateLookup,
   version: RoomVersion,
 ): AuthResult {
   // 1. The create event needs no state.
@@ -186,7 +186,7 @@ export function checkStateDependentAuth(
 /** Both, in the spec's order. */
 export function checkEventAuth(
   event: RoomEvent,
-  authState: ReadonlyMap<StateKey, RoomEvent>,
+  authState: StateLookup,
   version: RoomVersion,
 ): AuthResult {
   // The state-dependent pass repeats every state-free test but the sender's format, in the
@@ -206,7 +206,7 @@ export function checkEventAuth(
 export function redactionApplies(
   redaction: RoomEvent,
   redacted: RoomEvent,
-  authState: ReadonlyMap<StateKey, RoomEvent>,
+  authState: StateLookup,
   version: RoomVersion,
 ): boolean {
   if (redaction.type !== 'm.room.redaction' || redaction.redacts !== redacted.event_id) return false;

@@ -109,3 +109,8 @@ export function parseStateKey(key: StateKey): { type: string; stateKey: string }
 
 /** A room state: (type, state_key) → event id. */
 export type StateMap = ReadonlyMap<StateKey, string>;
+
+/** A room state as the authorization rules read it: the event at a (type, state_key), if any. */
+export interface StateLookup {
+  get(key: StateKey): RoomEvent | undefined;
+}

@@ -22,7 +22,7 @@ import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
-import type { EventRef, RoomHead } from './head.js';
+import { StateNotLoaded, type EventRef, type RoomHead } from './head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from './persist-event.js';
 
 /** What a client (or the server on its behalf) asks to send. */
@@ -81,8 +81,12 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     ...(draft.stateKey !== undefined ? { state_key: draft.stateKey } : {}),
     content: draft.content,
   };
+  const authKeys = authTypesForEvent(subject, version);
+  // What authorization and the state change read must be loaded: checked before signing.
+  const unloaded = head.missing(draft.stateKey === undefined ? authKeys : [...authKeys, stateKey(draft.type, draft.stateKey)]);
+  if (unloaded.length > 0) throw new StateNotLoaded(unloaded);
   const authRefs: EventRef[] = [];
-  for (const key of authTypesForEvent(subject, version)) {
+  for (const key of authKeys) {
     const ref = head.stateRefs.get(key);
     if (ref !== undefined) authRefs.push(ref);
   }
@@ -127,9 +131,9 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
   let key: StateKey | undefined;
   if (draft.stateKey !== undefined) {
     key = stateKey(draft.type, draft.stateKey);
+    const prior = head.state.get(key);
     const { change } = head.applyState(key, event, ref);
-    const prior = change.prevEvent;
-    if (prior !== null) {
+    if (prior !== undefined) {
       unsigned = { ...unsigned, replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
     }
     changes.push(change);

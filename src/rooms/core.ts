@@ -9,7 +9,7 @@
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { HearthError } from '../protocol/errors.js';
-import { parseStateKey, stateKey } from '../protocol/events.js';
+import { parseStateKey, stateKey, type StateKey } from '../protocol/events.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
@@ -18,8 +18,8 @@ import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { StreamBus } from '../streams/bus.js';
 import { buildEvent, type BuildContext, type EventDraft } from './builder.js';
-import { loadRoomHead } from './head-loader.js';
-import type { RoomHead } from './head.js';
+import { loadRoomHead, stateEventLoader } from './head-loader.js';
+import { LOADED_STATE_LIMIT, StateNotLoaded, type RoomHead, type StateEventLoader } from './head.js';
 import type { ErasedSenders } from './erased-users.js';
 import type { EventCacheLimits } from './event-cache.js';
 import type { PersistEvent } from './persist-event.js';
@@ -57,6 +57,11 @@ export interface RoomServiceDeps {
   readonly eventCache?: Partial<EventCacheLimits>;
   /** Room heads (current state in memory) kept; idle ones past this are dropped (default 10,000). */
   readonly maxRoomHeads?: number;
+  /**
+   * State events each room head keeps parsed beyond the pinned ones (create, power levels, join
+   * rules, what summaries show): members and other state, loaded when read (default 1,024).
+   */
+  readonly maxLoadedState?: number;
   /** Users whose data was erased: their events are served redacted to most (default: none). */
   readonly erasedUsers?: ErasedSenders;
   /** Other servers' signing keys, for events received from them (default: none known). */
@@ -82,6 +87,9 @@ export class RoomCore {
   private readonly loading = new Map<string, Promise<RoomHead | undefined>>();
   private readonly txnIds: TxnIds;
   private readonly maxHeads: number;
+  /** Per head: parsed state events beyond the pinned ones (RoomHead). */
+  readonly maxLoadedState: number;
+  private readonly loadState: StateEventLoader;
   /** Each room's ordered queue: local sends and received events decide one at a time per room. */
   readonly queue = new RoomQueue();
   /** Aliases of rooms being created right now, so two creations cannot both take one. */
@@ -95,6 +103,8 @@ export class RoomCore {
     this.now = deps.now ?? Date.now;
     this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache, deps.erasedUsers);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;
+    this.maxLoadedState = deps.maxLoadedState ?? LOADED_STATE_LIMIT;
+    this.loadState = stateEventLoader(this.reader);
     this.build = { serverName: deps.serverName, signingKey: deps.signingKey, now: this.now };
     const queries = new HotRoomQueries(deps.db, deps.dialect);
     this.txnIds = new TxnIds(deps.db, queries);
@@ -117,7 +127,7 @@ export class RoomCore {
     }
     let pending = this.loading.get(roomId);
     if (pending === undefined) {
-      pending = loadRoomHead(this.db, this.reader, this.stateKeys, roomId).then(
+      pending = loadRoomHead(this.db, this.reader, this.stateKeys, roomId, this.maxLoadedState).then(
         (head) => {
           this.loading.delete(roomId);
           if (head !== undefined) this.remember(head);
@@ -161,7 +171,8 @@ export class RoomCore {
       // Decided in the room's queue, without awaiting: the draft and the event see the same head,
       // and no other send with this transaction id can start in between. The task hands back the
       // write's promise wrapped, so the queue moves on once the event is decided, not stored.
-      const sent = await this.queue.run(roomId, (): { id: string | Promise<string> } | undefined => {
+      type Sent = { id: string | Promise<string> } | undefined;
+      const attempt = (): Sent => {
         // A head dropped while this send waited (its write failed, or it was evicted) is reloaded.
         if (!head.live) return undefined;
         if (key !== undefined) {
@@ -175,8 +186,33 @@ export class RoomCore {
         const done = this.write(head, { events: [buildEvent(head, draft, this.build)] });
         if (key !== undefined) this.txnIds.record(key, txn!.txnId, done);
         return { id: done };
+      };
+      const sent = await this.queue.run(roomId, (): Sent | Promise<Sent> => {
+        try {
+          return attempt();
+        } catch (err) {
+          if (!(err instanceof StateNotLoaded)) throw err;
+          // State the draft or its authorization reads is not loaded: loaded here, still in the
+          // queue (nothing has changed yet), then tried again.
+          return this.loadAndRetry(head, err.keys, attempt);
+        }
       });
       if (sent !== undefined) return sent.id;
+    }
+  }
+
+  /** Loads `keys` into the head and runs `attempt` again, as long as it asks for more state. */
+  private async loadAndRetry<T>(head: RoomHead, keys: readonly StateKey[], attempt: () => T): Promise<T> {
+    // Everything asked for so far is loaded (and kept) together: a draft reads only a few keys.
+    const wanted = new Set(keys);
+    for (let round = 0; ; round++) {
+      await head.load([...wanted]);
+      try {
+        return attempt();
+      } catch (err) {
+        if (!(err instanceof StateNotLoaded) || round >= 8) throw err;
+        for (const k of err.keys) wanted.add(k);
+      }
     }
   }
 
@@ -207,6 +243,7 @@ export class RoomCore {
 
   /** Keeps a head, and drops the least recently used idle ones past the limit. */
   private remember(head: RoomHead): void {
+    head.loader ??= this.loadState;
     this.heads.delete(head.roomId);
     this.heads.set(head.roomId, head);
     if (this.heads.size <= this.maxHeads) return;
@@ -242,8 +279,8 @@ export class RoomCore {
       if (e.position !== 'stream') continue;
       roomIds.add(e.head.roomId);
       for (const c of e.currentState?.changes ?? []) {
-        if (c.event?.type === 'm.room.member' && c.event.state_key !== undefined) userIds.add(c.event.state_key);
-        if (c.prevEvent?.type === 'm.room.member' && c.prevEvent.state_key !== undefined) userIds.add(c.prevEvent.state_key);
+        const { type, stateKey: userId } = parseStateKey(c.key);
+        if (type === 'm.room.member') userIds.add(userId);
       }
       if (e.event.type === 'm.room.member' && e.event.state_key !== undefined) userIds.add(e.event.state_key);
       if (e.streamOrdering! > position) position = e.streamOrdering!;

@@ -5,12 +5,21 @@
 // stores them in that order. A head whose write failed is marked dead and reloaded from the
 // database.
 
-import type { RoomEvent, StateKey } from '../protocol/events.js';
-import { stateKey } from '../protocol/events.js';
+import type { RoomEvent, StateKey, StateLookup } from '../protocol/events.js';
+import { parseStateKey, stateKey } from '../protocol/events.js';
+import { redactEvent } from '../protocol/redaction.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomVersion } from '../protocol/room-versions.js';
 import { planSnapshot, type SnapshotInfo } from '../storage/rooms/state-snapshots.js';
 import type { StateChange } from './persist-event.js';
+
+/** How member keys begin: stateKey('m.room.member', userId) is this and the user id. */
+export const MEMBER_KEY_PREFIX = stateKey('m.room.member', '');
+
+/** A redacted copy's content. */
+function redact(event: RoomEvent, version: RoomVersion) {
+  return redactEvent(event, version).content;
+}
 
 /** Most prev events one event cites (server-server API, "PDUs"): more extremities merge over several events. */
 export const MAX_PREV_EVENTS = 20;
@@ -85,13 +94,151 @@ export function storedSnapshot(info: SnapshotInfo): SnapshotRef {
   return { info, parent: null, chainLength: info.chainLength, keys: [], entries: [] };
 }
 
+/** Thrown when a state event the head holds by reference only is read before it was loaded. */
+export class StateNotLoaded extends Error {
+  constructor(readonly keys: readonly StateKey[]) {
+    super(`room state not loaded: ${keys.length} key(s)`);
+  }
+}
+
+/**
+ * State every head keeps parsed: what the auth rules read of every event (create, power levels,
+ * join rules), and what the room summary and stripped state show.
+ */
+const PINNED_KEYS: ReadonlySet<StateKey> = new Set(
+  [
+    'm.room.create',
+    'm.room.power_levels',
+    'm.room.join_rules',
+    'm.room.history_visibility',
+    'm.room.guest_access',
+    'm.room.name',
+    'm.room.topic',
+    'm.room.avatar',
+    'm.room.canonical_alias',
+    'm.room.encryption',
+  ].map((t) => stateKey(t, '')),
+);
+
+/** Other state events (members, mostly) a head keeps parsed, least recently read dropped first. */
+export const LOADED_STATE_LIMIT = 1024;
+
+/** Reads current state events by reference, in the form authorization reads them; by event id. */
+export type StateEventLoader = (head: RoomHead, refs: readonly EventRef[]) => Promise<Map<string, RoomEvent>>;
+
+/**
+ * The parsed part of a head's current state. Pinned keys are always here; other keys are loaded
+ * on demand (RoomHead.load) and kept up to a bound. Reading a key the state holds but that is not
+ * loaded throws StateNotLoaded: a decision must load what it reads first.
+ */
+export class HeadState implements StateLookup {
+  private readonly kept = new Map<StateKey, RoomEvent>();
+  private readonly loaded = new Map<StateKey, RoomEvent>();
+
+  constructor(
+    private readonly refs: ReadonlyMap<StateKey, EventRef>,
+    /** Keep every key parsed (v1–v2 rooms: their events are cited by hashes of the whole PDU). */
+    private readonly pinAll: boolean,
+    private readonly limit: number,
+  ) {}
+
+  get(key: StateKey): RoomEvent | undefined {
+    const kept = this.kept.get(key);
+    if (kept !== undefined) return kept;
+    const e = this.loaded.get(key);
+    if (e !== undefined) {
+      // Most recently read last.
+      this.loaded.delete(key);
+      this.loaded.set(key, e);
+      return e;
+    }
+    if (this.refs.has(key)) throw new StateNotLoaded([key]);
+    return undefined;
+  }
+
+  /** Whether the event at `key` is always kept parsed. */
+  pinned(key: StateKey): boolean {
+    return this.pinAll || PINNED_KEYS.has(key);
+  }
+
+  /** Whether `key` can be read without loading: parsed here, or not in the state at all. */
+  has(key: StateKey): boolean {
+    return this.kept.has(key) || this.loaded.has(key) || !this.refs.has(key);
+  }
+
+  /** Parsed events of the state (not every event of a big room: see RoomHead.read). */
+  get parsedCount(): number {
+    return this.kept.size + this.loaded.size;
+  }
+
+  /** Records the event at `key`; past the bound, drops the least recently read others but `key`. */
+  set(key: StateKey, event: RoomEvent): void {
+    if (this.pinned(key)) {
+      this.kept.set(key, event);
+      return;
+    }
+    this.loaded.delete(key);
+    this.loaded.set(key, event);
+    this.trim([key]);
+  }
+
+  /** Records several events; the bound drops none of them, nor of `keep` (a decision is about to read them). */
+  setAll(events: ReadonlyMap<StateKey, RoomEvent>, keep: readonly StateKey[]): void {
+    for (const [key, event] of events) {
+      if (this.pinned(key)) this.kept.set(key, event);
+      else {
+        this.loaded.delete(key);
+        this.loaded.set(key, event);
+      }
+    }
+    this.trim(keep);
+  }
+
+  private trim(keep: readonly StateKey[]): void {
+    if (this.loaded.size <= this.limit) return;
+    for (const k of this.loaded.keys()) {
+      if (this.loaded.size <= this.limit) break;
+      // An event not yet stored cannot be read back: it stays until it is.
+      if (this.refs.get(k)?.nid === undefined || keep.includes(k)) continue;
+      this.loaded.delete(k);
+    }
+  }
+
+  /** Replaces a parsed event (a redacted form); false when `key` is not parsed here. */
+  replace(key: StateKey, event: RoomEvent): boolean {
+    if (this.kept.has(key)) this.kept.set(key, event);
+    else if (this.loaded.has(key)) this.loaded.set(key, event);
+    else return false;
+    return true;
+  }
+
+  delete(key: StateKey): void {
+    this.kept.delete(key);
+    this.loaded.delete(key);
+  }
+
+  /** The parsed event at `key`, without counting it as read and without throwing. */
+  peek(key: StateKey): RoomEvent | undefined {
+    return this.kept.get(key) ?? this.loaded.get(key);
+  }
+}
+
 export class RoomHead {
   /** Set once the room's row exists. */
   roomNid: number | undefined;
-  /** The current state as authorization reads it (redacted events in their redacted form). */
-  readonly state = new Map<StateKey, RoomEvent>();
-  /** The current state's events as snapshots refer to them. */
+  /** The current state's events as snapshots refer to them: every key. */
   readonly stateRefs = new Map<StateKey, EventRef>();
+  /**
+   * The current state as authorization reads it (redacted events in their redacted form): pinned
+   * keys and those loaded (load) before being read.
+   */
+  readonly state: HeadState;
+  /** Every member's current membership, by user id, whether their event is loaded or not. */
+  private readonly members = new Map<string, string>();
+  /** Current state events redacted while not loaded: loading gives their redacted form. */
+  private readonly redactedHere = new Set<string>();
+  /** Reads events the state holds by reference only; set by whoever keeps the head. */
+  loader: StateEventLoader | undefined;
   extremities: EventRef[] = [];
   snapshot: SnapshotRef | null = null;
   /** How many forward_extremities rows the room has in the database. */
@@ -108,15 +255,72 @@ export class RoomHead {
   constructor(
     readonly roomId: string,
     readonly version: RoomVersion,
-  ) {}
+    loadedLimit = LOADED_STATE_LIMIT,
+  ) {
+    this.state = new HeadState(this.stateRefs, version.eventIdFormat === 'v1', loadedLimit);
+  }
 
+  /** The current state event at (type, key); throws StateNotLoaded when it is held but not loaded. */
   get(type: string, key = ''): RoomEvent | undefined {
     return this.state.get(stateKey(type, key));
   }
 
+  /** A user's current membership (`leave` without a member event); never needs loading. */
   membership(userId: string): string {
-    const m = this.get('m.room.member', userId)?.content.membership;
-    return typeof m === 'string' ? m : 'leave';
+    return this.members.get(userId) ?? 'leave';
+  }
+
+  /** Users with a member event in the current state, and their memberships. */
+  memberships(): ReadonlyMap<string, string> {
+    return this.members;
+  }
+
+  /** Of `keys`, those the state holds but has not loaded. */
+  missing(keys: Iterable<StateKey>): StateKey[] {
+    const out: StateKey[] = [];
+    for (const k of keys) if (!this.state.has(k)) out.push(k);
+    return out;
+  }
+
+  /**
+   * The current state events at `keys` (absent keys left out), reading those not loaded without
+   * keeping them: for reads of many members at once.
+   */
+  async read(keys: readonly StateKey[]): Promise<Map<StateKey, RoomEvent>> {
+    const out = new Map<StateKey, RoomEvent>();
+    const wanted: [StateKey, EventRef][] = [];
+    for (const key of keys) {
+      const e = this.state.peek(key);
+      if (e !== undefined) out.set(key, e);
+      else {
+        const ref = this.stateRefs.get(key);
+        if (ref !== undefined) wanted.push([key, ref]);
+      }
+    }
+    if (wanted.length === 0) return out;
+    // Unloaded events are stored ones (set() keeps unstored events), but a write may be finishing.
+    if (wanted.some(([, r]) => r.nid === undefined)) await Promise.allSettled([...this.unwritten.values()]);
+    if (this.loader === undefined) throw new Error(`room ${this.roomId}: no loader for its state`);
+    const found = await this.loader(this, wanted.map(([, r]) => r));
+    for (const [key, ref] of wanted) {
+      const e = found.get(ref.eventId);
+      if (e === undefined) throw new Error(`state event ${ref.eventId} of room ${this.roomId} is missing`);
+      out.set(key, this.redactedHere.has(ref.eventId) ? { ...e, content: redact(e, this.version) } : e);
+    }
+    return out;
+  }
+
+  /**
+   * Loads the state events at `keys` that are held but not loaded, so that reading any of `keys`
+   * does not throw until more is loaded or set.
+   */
+  async load(keys: readonly StateKey[]): Promise<void> {
+    const missing = this.missing(keys);
+    if (missing.length === 0) return;
+    const found = await this.read(missing);
+    // The state may have moved on while reading: only what is still current is kept.
+    for (const [key, e] of found) if (this.stateRefs.get(key)?.eventId !== e.event_id || this.state.has(key)) found.delete(key);
+    this.state.setAll(found, keys);
   }
 
   /**
@@ -141,44 +345,60 @@ export class RoomHead {
    * head's current snapshot. Returns the change and the new snapshot (also the head's now).
    */
   applyState(key: StateKey, event: RoomEvent, ref: EventRef): { change: StateChange; snapshot: SnapshotRef } {
-    const prevRef = this.stateRefs.get(key) ?? null;
-    const prevEvent = this.setState(key, event, ref) ?? null;
+    const change = this.setState(key, event, ref);
     this.snapshot = snapshotOn(this.snapshot, [key], this.stateRefs);
-    return { change: { key, event, ref, prevEvent, prevRef }, snapshot: this.snapshot };
+    return { change, snapshot: this.snapshot };
   }
 
   /** Records `event` as the current state at its key and keeps the member counts. */
-  setState(key: StateKey, event: RoomEvent, ref: EventRef): RoomEvent | undefined {
-    const prior = this.state.get(key);
-    if (event.type === 'm.room.member') {
-      this.count(prior?.content.membership, -1);
-      this.count(event.content.membership, 1);
-    }
-    this.state.set(key, event);
+  setState(key: StateKey, event: RoomEvent, ref: EventRef): StateChange {
+    const prevRef = this.stateRefs.get(key) ?? null;
+    const prevMembership = this.memberAt(key);
     this.stateRefs.set(key, ref);
-    return prior;
+    this.state.set(key, event);
+    if (event.type === 'm.room.member' && event.state_key !== undefined) {
+      const m = event.content.membership;
+      this.setMembership(event.state_key, typeof m === 'string' ? m : undefined);
+    }
+    return { key, event, ref, prevRef, prevMembership };
+  }
+
+  /** Records a current state event by reference only (loaded when read); `membership` for member events. */
+  holdState(key: StateKey, ref: EventRef, membership?: string): void {
+    this.stateRefs.set(key, ref);
+    if (membership !== undefined) this.setMembership(parseStateKey(key).stateKey, membership);
   }
 
   /** Removes a key from the current state (a resolution dropped it). */
-  removeState(key: StateKey): RoomEvent | undefined {
-    const prior = this.state.get(key);
-    if (prior === undefined) return undefined;
-    if (prior.type === 'm.room.member') this.count(prior.content.membership, -1);
+  removeState(key: StateKey): StateChange | undefined {
+    const prevRef = this.stateRefs.get(key);
+    if (prevRef === undefined) return undefined;
+    const prevMembership = this.memberAt(key);
+    if (prevMembership !== null) this.setMembership(parseStateKey(key).stateKey, undefined);
     this.state.delete(key);
     this.stateRefs.delete(key);
-    return prior;
+    return { key, event: null, ref: null, prevRef, prevMembership };
   }
 
   /** Replaces a current state event by its redacted form (same id); false when it is not current. */
   replaceStateEvent(key: StateKey, event: RoomEvent): boolean {
-    const prior = this.state.get(key);
-    if (prior?.event_id !== event.event_id) return false;
-    if (event.type === 'm.room.member') {
-      this.count(prior.content.membership, -1);
-      this.count(event.content.membership, 1);
-    }
-    this.state.set(key, event);
+    if (this.stateRefs.get(key)?.eventId !== event.event_id) return false;
+    // Redaction keeps a member event's membership: the counts stay.
+    if (!this.state.replace(key, event)) this.redactedHere.add(event.event_id);
     return true;
+  }
+
+  /** The membership held at `key` when it is a member key, else null. */
+  private memberAt(key: StateKey): string | null {
+    if (!key.startsWith(MEMBER_KEY_PREFIX)) return null;
+    return this.members.get(key.slice(MEMBER_KEY_PREFIX.length)) ?? null;
+  }
+
+  private setMembership(userId: string, membership: string | undefined): void {
+    this.count(this.members.get(userId), -1);
+    if (membership === undefined) this.members.delete(userId);
+    else this.members.set(userId, membership);
+    this.count(membership, 1);
   }
 
   private count(membership: unknown, delta: number): void {

@@ -24,8 +24,9 @@ export interface StateChange {
   readonly event: RoomEvent | null;
   readonly ref: EventRef | null;
   /** What was current before. */
-  readonly prevEvent: RoomEvent | null;
   readonly prevRef: EventRef | null;
+  /** For a member key, the membership it held before (null: none, or not a member key). */
+  readonly prevMembership: string | null;
 }
 
 /** How the room's current state changes when the event is accepted. */

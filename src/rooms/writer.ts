@@ -326,7 +326,7 @@ async function writeStateChanges(
         members.set(member, { roomNid, userId, membership: undefined });
       }
       const server = userId.slice(userId.indexOf(':') + 1);
-      const change = (membership === 'join' ? 1 : 0) - (c.prevEvent?.content.membership === 'join' ? 1 : 0);
+      const change = (membership === 'join' ? 1 : 0) - (c.prevMembership === 'join' ? 1 : 0);
       if (change === 0) continue;
       let ofRoom = servers.get(roomNid);
       if (ofRoom === undefined) servers.set(roomNid, (ofRoom = new Map()));

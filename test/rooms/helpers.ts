@@ -34,6 +34,8 @@ export interface RoomsHarnessOptions {
   /** Other servers' keys and events, for events received from them. */
   keyRing?: KeyRing;
   remoteEvents?: RemoteEvents;
+  /** Parsed state events per room head beyond the pinned ones (small: most state loads when read). */
+  maxLoadedState?: number;
 }
 
 export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOptions = {}): Promise<RoomsHarness> {
@@ -55,6 +57,7 @@ export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOp
     ...(options.now !== undefined ? { now: options.now } : {}),
     ...(options.keyRing !== undefined ? { keyRing: options.keyRing } : {}),
     ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
+    ...(options.maxLoadedState !== undefined ? { maxLoadedState: options.maxLoadedState } : {}),
   });
   return { database, rooms, key, notifier, profiles, close: () => database.close() };
 }

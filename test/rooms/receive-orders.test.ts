@@ -204,6 +204,8 @@ function service(database: Database<Schema>, bus: InProcessBus): RoomService {
     defaultRoomVersion: '10',
     keyRing: keyRingOf(remote1, remote2, home),
     remoteEvents: remoteEventsOf(remote1, remote2),
+    // Heads keep two state events parsed beyond the pinned ones: the rest loads when read, as in a big room.
+    maxLoadedState: 2,
   });
 }
 

@@ -11,9 +11,10 @@
 // against the head in memory, as a local event is.
 
 import type { Kysely } from 'kysely';
-import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
+import { authStateFromEvents, authTypesForEvent, checkAuthEventsList } from '../../protocol/auth-events.js';
 import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
-import { referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey } from '../../protocol/events.js';
+import { referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey, type StateLookup } from '../../protocol/events.js';
+import type { RoomVersion } from '../../protocol/room-versions.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { resolveState } from '../../protocol/state-res/index.js';
 import type { Schema } from '../../storage/schema.js';
@@ -58,7 +59,7 @@ export interface DecideDeps {
 
 /** A state as decisions read it: events and their references, and where it is (or will be) stored. */
 interface StateAt {
-  readonly state: ReadonlyMap<StateKey, RoomEvent>;
+  readonly state: StateLookup;
   readonly refs: ReadonlyMap<StateKey, EventRef>;
   readonly snapshot: SnapshotRef | null;
 }
@@ -67,6 +68,13 @@ function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
   if (a.length !== b.length) return false;
   const ids = new Set(b.map((r) => r.eventId));
   return a.every((id) => ids.has(id));
+}
+
+/** The state keys deciding `event` reads of the head: its auth events' keys and its own. */
+function keysToDecide(event: RoomEvent, key: StateKey | undefined, version: RoomVersion): StateKey[] {
+  const keys = authTypesForEvent(event, version);
+  if (key !== undefined) keys.push(key);
+  return keys;
 }
 
 /** What every unit deciding `c` holds, whatever the decision. */
@@ -109,7 +117,8 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
   if (!byAuthEvents.allowed) return refuse('rejected', byAuthEvents.reason, null, null);
 
-  // 5. The state before the event.
+  // 5. The state before the event. What the checks against the head read is loaded first.
+  await head.load(keysToDecide(c.event, base.stateKey, version));
   const prevIds = referenceIds(c.pdu.prev_events);
   const fast = g.stateOverride === undefined && sameSet(prevIds, head.extremities);
   let before: StateAt;
@@ -130,11 +139,11 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   let unsigned: JsonObject | undefined;
   const prior = base.stateKey === undefined ? undefined : before.state.get(base.stateKey);
   if (prior !== undefined) unsigned = { replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
-  let after: StateAt = before;
+  // Off the fast path only its references are needed (the current state is resolved by them).
+  let after: Pick<StateAt, 'refs' | 'snapshot'> = before;
   if (base.stateKey !== undefined && !fast) {
-    const state = new Map(before.state).set(base.stateKey, c.event);
     const refs = new Map(before.refs).set(base.stateKey, c.ref);
-    after = { state, refs, snapshot: snapshotOn(before.snapshot, [base.stateKey], refs) };
+    after = { refs, snapshot: snapshotOn(before.snapshot, [base.stateKey], refs) };
   }
 
   // 6. Soft failure against the current state (on the fast path, that is the state before).
@@ -256,7 +265,7 @@ async function redactionOf(
   deps: DecideDeps,
   head: RoomHead,
   c: Candidate,
-  before: ReadonlyMap<StateKey, RoomEvent>,
+  before: StateLookup,
 ): Promise<{ redactionTarget: string | undefined; redactedCurrent: boolean }> {
   if (c.event.type !== 'm.room.redaction' || c.event.redacts === undefined) return { redactionTarget: undefined, redactedCurrent: false };
   const target = await deps.reader.event(c.event.redacts);
@@ -311,10 +320,10 @@ async function currentStateOf(
   head: RoomHead,
   extremities: readonly EventRef[],
   c: Candidate,
-  after: StateAt,
+  after: Pick<StateAt, 'refs'>,
   source: StoredStateSource,
 ): Promise<Map<StateKey, string>> {
-  const idsOf = (s: StateAt) => new Map([...s.refs].map(([k, r]) => [k, r.eventId]));
+  const idsOf = (s: Pick<StateAt, 'refs'>) => new Map([...s.refs].map(([k, r]) => [k, r.eventId]));
   const others = extremities.filter((r) => r.eventId !== c.ref.eventId);
   const sets: Map<StateKey, string>[] = [];
   if (others.length < extremities.length) sets.push(idsOf(after));
@@ -323,7 +332,7 @@ async function currentStateOf(
     const nids = [...new Set([...stored.values()].flatMap((e) => (e.stateAfterNid === undefined ? [] : [e.stateAfterNid])))];
     for (const nid of nids) sets.push(await idsOfState(deps, await readSnapshot(deps.db, nid)));
   }
-  if (sets.length === 0) return idsOf({ state: head.state, refs: head.stateRefs, snapshot: head.snapshot });
+  if (sets.length === 0) return idsOf({ refs: head.stateRefs });
   if (sets.length === 1) return sets[0]!;
   return resolveState(head.roomId, head.version, sets, source);
 }
@@ -338,16 +347,16 @@ async function applyResolved(head: RoomHead, resolved: ReadonlyMap<StateKey, str
   const changes: StateChange[] = [];
   const entries: StateKey[] = [];
   for (const key of changed) {
-    const prevRef = head.stateRefs.get(key) ?? null;
     const id = resolved.get(key);
     if (id === undefined) {
-      changes.push({ key, event: null, ref: null, prevEvent: head.removeState(key) ?? null, prevRef });
+      const removed = head.removeState(key);
+      if (removed !== undefined) changes.push(removed);
       entries.push(key);
       continue;
     }
     const e = found.get(id);
     if (e === undefined) continue;
-    changes.push({ key, event: e.event, ref: e.ref, prevEvent: head.setState(key, e.event, e.ref) ?? null, prevRef });
+    changes.push(head.setState(key, e.event, e.ref));
     entries.push(key);
   }
   if (entries.length > 0) head.snapshot = snapshotOn(head.snapshot, entries, head.stateRefs);

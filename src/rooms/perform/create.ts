@@ -177,7 +177,7 @@ async function buildAndWriteRoom(
     checkVersionedStateContent(d.type, d.stateKey, d.content, version);
   }
 
-  const head = new RoomHead(roomId, version);
+  const head = new RoomHead(roomId, version, core.maxLoadedState);
   const built: PersistEvent[] = [];
   try {
     for (const d of drafts) built.push(buildEvent(head, d, core.build));

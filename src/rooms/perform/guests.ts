@@ -4,7 +4,7 @@
 // `kind: guest` their own member events carry.
 
 import { serverNameOf, tryParseUserId } from '../../protocol/ids.js';
-import type { RoomEvent } from '../../protocol/events.js';
+import { stateKey, type RoomEvent, type StateKey } from '../../protocol/events.js';
 import type { RoomCore } from '../core.js';
 import { memberContent, sentEventIds } from './member-event.js';
 
@@ -16,12 +16,15 @@ function isGuestMember(e: RoomEvent | undefined): boolean {
 /** Makes every local guest of the room leave it; returns the leave events' ids. */
 export async function removeGuests(core: RoomCore, roomId: string): Promise<string[]> {
   const head = await core.head(roomId);
-  const guests: string[] = [];
-  for (const e of head.state.values()) {
-    if (e.type !== 'm.room.member' || e.state_key === undefined || !isGuestMember(e)) continue;
-    const userId = tryParseUserId(e.state_key, { allowNonCompliant: true });
-    if (userId !== undefined && serverNameOf(userId) === core.serverName) guests.push(userId);
+  // Local members who are joined or invited, then those of them whose member event says guest.
+  const candidates: StateKey[] = [];
+  for (const [member, membership] of head.memberships()) {
+    if (membership !== 'join' && membership !== 'invite') continue;
+    const userId = tryParseUserId(member, { allowNonCompliant: true });
+    if (userId !== undefined && serverNameOf(userId) === core.serverName) candidates.push(stateKey('m.room.member', userId));
   }
+  const guests: string[] = [];
+  for (const e of (await head.read(candidates)).values()) if (isGuestMember(e)) guests.push(e.state_key!);
   const results = await Promise.allSettled(
     guests.map(async (userId) => {
       const content = await memberContent(core, userId, 'leave', { guest: true });

@@ -30,6 +30,23 @@ export async function eventsByNids(db: Kysely<Schema>, nids: readonly number[]):
   return out;
 }
 
+/** An event as later events cite it: id and depth. */
+export interface EventRefRow {
+  readonly event_nid: number;
+  readonly event_id: string;
+  readonly depth: number;
+}
+
+/** Events by nid, only what citing them takes: for a big room's state, held by reference. */
+export async function eventRefsByNids(db: Kysely<Schema>, nids: readonly number[]): Promise<EventRefRow[]> {
+  const out: EventRefRow[] = [];
+  for (let i = 0; i < nids.length; i += 5000) {
+    const rows = await db.selectFrom('events').select(['event_nid', 'event_id', 'depth']).where('event_nid', 'in', nids.slice(i, i + 5000)).execute();
+    for (const r of rows) out.push({ event_nid: Number(r.event_nid), event_id: r.event_id, depth: Number(r.depth) });
+  }
+  return out;
+}
+
 /** What building on an event needs of its row: its id, PDU and redaction. */
 export type EventPduRow = Pick<EventsTable, 'event_id' | 'json' | 'redacted_by'> & { event_nid: number };
 
