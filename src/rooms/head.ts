@@ -147,9 +147,11 @@ export class HeadState implements StateLookup {
     if (kept !== undefined) return kept;
     const e = this.loaded.get(key);
     if (e !== undefined) {
-      // Most recently read last.
-      this.loaded.delete(key);
-      this.loaded.set(key, e);
+      // Most recently read last; the order matters only once the bound is near.
+      if (this.loaded.size * 2 > this.limit) {
+        this.loaded.delete(key);
+        this.loaded.set(key, e);
+      }
       return e;
     }
     if (this.refs.has(key)) throw new StateNotLoaded([key]);

@@ -167,10 +167,11 @@ export class EventWriter {
     const events = jobs.flatMap((q) => q.job.events);
     const snapshots = new Map<SnapshotRef, SnapshotInfo>();
     const persist = (trx: Kysely<Schema>) => this.persist(trx, jobs, events, snapshots);
-    // Where the append is one statement, a batch that writes nothing else (messages into linear
-    // rooms) is atomic without a transaction: two round trips fewer.
+    // A batch that writes nothing but the append (messages into linear rooms) needs no transaction
+    // around it: on PostgreSQL the append is one statement (two round trips fewer), on SQLite its
+    // own transaction on the connection (no promise chain around BEGIN and COMMIT).
     const extremityCounts =
-      this.queries.appendIsOneStatement && onlyAppends(jobs, events) ? await persist(this.db) : await this.db.transaction().execute(persist);
+      onlyAppends(jobs, events) ? await persist(this.db) : await this.db.transaction().execute(persist);
     // Only now: a rolled-back transaction's snapshot rows do not exist.
     for (const [s, info] of snapshots) s.info = info;
     for (const [head, count] of extremityCounts) head.storedExtremityCount = count;

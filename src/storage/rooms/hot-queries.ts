@@ -156,13 +156,14 @@ class SqliteAppend {
 export class HotRoomQueries {
   private readonly txnLookup: CompiledStatement<{ room: number; sender: string; device: string; txn: string }, { event_id: string }>;
   private readonly allocate: CompiledStatement<{ count: number }, { position: number }>;
-  /** Whether appendEvents is one statement (atomic without a transaction around it): PostgreSQL's. */
-  readonly appendIsOneStatement: boolean;
   /** Prepared on first use: the tables may not exist yet when this is made. */
   private sqlite: SqliteAppend | undefined;
   private readonly sqliteHandle: BetterSqlite3.Database | undefined;
 
-  constructor(db: Kysely<Schema>, dialect: DialectName = 'sqlite') {
+  constructor(
+    db: Kysely<Schema>,
+    private readonly dialect: DialectName = 'sqlite',
+  ) {
     this.sqliteHandle = dialect === 'sqlite' ? sqliteHandleOf(db) : undefined;
     this.txnLookup = compileOnce((p) =>
       db
@@ -180,19 +181,23 @@ export class HotRoomQueries {
         .onConflict((oc) => oc.column('stream').doUpdateSet({ position: sql<number>`stream_positions.position + ${p('count')}` }))
         .returning('position'),
     );
-    this.appendIsOneStatement = dialect === 'postgres';
   }
 
   /**
    * Takes the batch's events-stream positions, inserts its event rows with their auth and prev
-   * references (an id cited twice is kept once) and moves its rooms forward.
+   * references (an id cited twice is kept once) and moves its rooms forward. Atomic outside a
+   * transaction too: on PostgreSQL it is one statement, on SQLite it takes a transaction of its own.
    */
   async appendEvents(trx: Kysely<Schema>, batch: AppendBatch): Promise<Appended> {
     if (batch.positions === 0 && batch.events.length === 0 && batch.rooms.length === 0) return { nids: [], firstPosition: 0 };
-    if (!this.appendIsOneStatement) {
-      // SQLite: the connection is shared, so its own statements run only inside a transaction.
-      if (this.sqliteHandle === undefined || !trx.isTransaction) throw new Error('the SQLite append runs inside a transaction of a database openDatabase opened');
-      return (this.sqlite ??= new SqliteAppend(this.sqliteHandle)).run(batch);
+    if (this.dialect === 'sqlite') {
+      const handle = this.sqliteHandle;
+      if (handle === undefined) throw new Error('the SQLite append runs on a database openDatabase opened');
+      const append = (this.sqlite ??= new SqliteAppend(handle));
+      // The connection is shared: its own statements run only inside a transaction, the writer's
+      // or, alone, one of their own taken with the connection (so no other query is in between).
+      if (trx.isTransaction) return append.run(batch);
+      return trx.connection().execute(async () => handle.transaction(() => append.run(batch))());
     }
     const { events, rooms } = batch;
     const columns = EVENT_COLUMNS.map(([c]) => events.map((e) => e.row[c]));
