@@ -13,18 +13,11 @@ import { parseStateKey, referenceIds, type StateKey } from '../protocol/events.j
 import type { Schema } from '../storage/schema.js';
 import { setRedactedBy, upgradeOutlierRow, type NewEventRow } from '../storage/rooms/events.js';
 import { setForwardExtremities } from '../storage/rooms/extremities.js';
-import {
-  addBackwardExtremities,
-  adjustJoinedServers,
-  allocateBackfillPositions,
-  insertStateDeltas,
-  removeBackwardExtremities,
-  type NewStateDelta,
-} from '../storage/rooms/graph.js';
+import { addBackwardExtremities, allocateBackfillPositions, removeBackwardExtremities, type NewStateDelta } from '../storage/rooms/graph.js';
 import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
-import { deleteMemberships, upsertMemberships, type NewMembership } from '../storage/rooms/memberships.js';
-import { updateRoomSummary } from '../storage/rooms/rooms.js';
-import { insertSnapshotEntries, insertSnapshotRow, type SnapshotInfo, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
+import type { NewMembership } from '../storage/rooms/memberships.js';
+import type { SnapshotInfo, StateKeyNids } from '../storage/rooms/state-snapshots.js';
+import type { StateWrites } from '../storage/rooms/state-writes.js';
 import type { EventRef, RoomHead, SnapshotRef } from './head.js';
 import type { PersistEvent } from './persist-event.js';
 
@@ -195,6 +188,7 @@ export class EventWriter {
   ): Promise<Map<RoomHead, number>> {
     for (const q of batch) await q.job.before?.(trx);
     await this.allocateBackfillPositions(trx, events);
+    const writes = this.queries.stateWrites(trx);
 
     // Snapshot rows first, parents before children: event rows point at them. Their entries
     // follow the event rows.
@@ -202,7 +196,7 @@ export class EventWriter {
     const writeSnapshot = async (s: SnapshotRef | null, roomNid: number): Promise<void> => {
       if (s === null || info(s) !== null) return;
       await writeSnapshot(s.parent, roomNid);
-      snapshots.set(s, await insertSnapshotRow(trx, roomNid, info(s.parent)));
+      snapshots.set(s, await writes.snapshotRow(roomNid, info(s.parent)));
     };
     for (const e of events) {
       await writeSnapshot(e.snapshotBefore, e.head.roomNid!);
@@ -259,10 +253,10 @@ export class EventWriter {
     if (keys.length > 0) await this.stateKeys.resolve(trx, keys);
     const keyNid = (key: StateKey) => this.stateKeys.cached(key)!;
     for (const [snapshot, { nid }] of snapshots) {
-      await insertSnapshotEntries(trx, nid, snapshot.entries.map(([key, ref]) => [keyNid(key), ref === null ? null : ref.nid!]));
+      await writes.snapshotEntries(nid, snapshot.entries.map(([key, ref]) => [keyNid(key), ref === null ? null : ref.nid!]));
     }
     if (events.some((e) => e.currentState !== undefined && e.currentState.changes.length > 0)) {
-      await writeStateChanges(trx, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
+      await writeStateChanges(writes, events, keyNid, (e) => info(e.currentState!.snapshot)!.nid);
     }
 
     for (const e of events) {
@@ -274,7 +268,7 @@ export class EventWriter {
     }
 
     for (const [head, e] of stateOfRoom) {
-      await updateRoomSummary(trx, head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
+      await writes.updateRoomSummary(head.roomNid!, { state_snapshot_nid: info(e.currentState!.snapshot)!.nid, ...e.currentState!.summary });
     }
     for (const [head, refs] of otherExtremities) {
       await setForwardExtremities(trx, head.roomNid!, refs.map((r) => r.nid!), head.storedExtremityCount);
@@ -301,7 +295,7 @@ export class EventWriter {
  * last change of each member) and joined servers.
  */
 async function writeStateChanges(
-  trx: Kysely<Schema>,
+  writes: StateWrites,
   events: readonly PersistEvent[],
   keyNid: (key: StateKey) => number,
   snapshotNid: (e: PersistEvent) => number,
@@ -334,16 +328,16 @@ async function writeStateChanges(
       ofRoom.set(server, (ofRoom.get(server) ?? 0) + change);
     }
   }
-  await insertStateDeltas(trx, deltas);
+  await writes.stateDeltas(deltas);
   const joined: NewMembership[] = [];
   const gone = new Map<number, string[]>();
   for (const m of members.values()) {
     if (m.membership !== undefined) joined.push(m);
     else gone.set(m.roomNid, [...(gone.get(m.roomNid) ?? []), m.userId]);
   }
-  for (const [roomNid, userIds] of gone) await deleteMemberships(trx, roomNid, userIds);
-  await upsertMemberships(trx, joined);
-  for (const [roomNid, ofRoom] of servers) await adjustJoinedServers(trx, roomNid, ofRoom);
+  for (const [roomNid, userIds] of gone) await writes.deleteMemberships(roomNid, userIds);
+  await writes.upsertMemberships(joined);
+  for (const [roomNid, ofRoom] of servers) await writes.adjustJoinedServers(roomNid, ofRoom);
 }
 
 /**

@@ -10,6 +10,7 @@ import { PREPARED, sqliteHandleOf, type DialectName } from '../database.js';
 import type { Schema } from '../schema.js';
 import { compileOnce, type CompiledStatement } from './compiled.js';
 import type { NewEventRow } from './events.js';
+import { kyselyStateWrites, SqliteStateWrites, type StateWrites } from './state-writes.js';
 
 type Row<T> = Required<{ [K in keyof T]: T[K] }>;
 
@@ -158,6 +159,7 @@ export class HotRoomQueries {
   private readonly allocate: CompiledStatement<{ count: number }, { position: number }>;
   /** Prepared on first use: the tables may not exist yet when this is made. */
   private sqlite: SqliteAppend | undefined;
+  private sqliteState: SqliteStateWrites | undefined;
   private readonly sqliteHandle: BetterSqlite3.Database | undefined;
 
   constructor(
@@ -181,6 +183,12 @@ export class HotRoomQueries {
         .onConflict((oc) => oc.column('stream').doUpdateSet({ position: sql<number>`stream_positions.position + ${p('count')}` }))
         .returning('position'),
     );
+  }
+
+  /** The state writes of a batch in the transaction `trx` (SQLite: on the connection itself). */
+  stateWrites(trx: Kysely<Schema>): StateWrites {
+    if (this.sqliteHandle === undefined || !trx.isTransaction) return kyselyStateWrites(trx);
+    return (this.sqliteState ??= new SqliteStateWrites(this.sqliteHandle));
   }
 
   /**
