@@ -164,6 +164,7 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     status: 'timeline',
     rejectionReason: undefined,
     position: 'stream',
+    onCurrentState: true,
     stateKey: key,
     snapshotBefore,
     snapshotAfter: head.snapshot,

@@ -74,6 +74,11 @@ export interface PersistEvent {
    * history oldest first but numbers it newest first). Without one the writer allocates.
    */
   readonly reservedPosition?: number;
+  /**
+   * Decided against the room's current state as it then stood (its state before is that state):
+   * a local event, or a received one citing exactly the room's extremities.
+   */
+  readonly onCurrentState?: boolean;
   /** Set by the writer for events that take a position. */
   streamOrdering: number | undefined;
 }

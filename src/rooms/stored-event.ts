@@ -38,6 +38,11 @@ export interface StoredEvent {
   readonly txn: { readonly deviceId: string; readonly txnId: string } | undefined;
   readonly stateBeforeNid: number | undefined;
   readonly stateAfterNid: number | undefined;
+  /**
+   * True when the event is known to have been decided against the room's current state as it then
+   * stood (PersistEvent.onCurrentState); not kept in the database, so unknown for events read there.
+   */
+  readonly onCurrentState?: true;
   /** Estimated bytes the parsed event holds in memory (for the event cache's bound). */
   readonly size: number;
 }
@@ -101,6 +106,7 @@ export function storedEventOf(e: PersistEvent): StoredEvent {
     txn: e.txn,
     stateBeforeNid: e.snapshotBefore?.info?.nid,
     stateAfterNid: e.snapshotAfter?.info?.nid,
+    ...(e.onCurrentState === true ? { onCurrentState: true as const } : {}),
     size: estimatedSize(e.json.length + (e.unsigned === undefined ? 0 : JSON.stringify(e.unsigned).length)),
   };
 }

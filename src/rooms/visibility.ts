@@ -56,8 +56,12 @@ function allowed(visibility: HistoryVisibility, membership: string, position: nu
   if (visibility === 'world_readable') return true;
   // 2.
   if (membership === 'join') return true;
-  // 3. Shared: the user joined at some point after the event.
-  if (visibility === 'shared' && history.membership.some((c) => c.value === 'join' && c.position > position)) return true;
+  // 3. Shared: the user joined at some point after the event, or is joined now (an event from a
+  // fork may take a position after a join it was concurrent with; the reference server too lets
+  // every current member see shared history).
+  if (visibility === 'shared' && (history.membership.some((c) => c.value === 'join' && c.position > position) || history.membership.at(-1)?.value === 'join')) {
+    return true;
+  }
   // 4.
   if (visibility === 'invited' && membership === 'invite') return true;
   // 5.

@@ -237,7 +237,10 @@ export class EventWriter {
       events: inserted.map((e) => ({
         row: eventRow(e, info),
         streamRank: rankOf.get(e),
-        authEventIds: referenceIds(e.pdu.auth_events),
+        // Only state events' auth references are rows: an auth chain passes through state events
+        // alone, and a chain walked from another event reads its first step from its JSON
+        // (storage/rooms/graph.ts authChainIds). A message writes one B-tree page fewer.
+        authEventIds: e.pdu.state_key === undefined ? [] : referenceIds(e.pdu.auth_events),
         prevEventIds: referenceIds(e.pdu.prev_events),
       })),
       rooms: [...rooms.values()],

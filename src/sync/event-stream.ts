@@ -24,6 +24,7 @@ import { IgnoredUsers } from './ignored-users.js';
 import { previousMembership } from './room-plans.js';
 import type { StreamBus } from '../streams/bus.js';
 import { SharedReads } from './shared-reads.js';
+import { SinceJoin } from './since-join.js';
 import { atLeast, clamp, MAX_SYNC_TIMEOUT_MS } from './sync-service.js';
 import { decodeSyncToken, encodeSyncToken } from '../streams/token.js';
 import type { StreamName, StreamPositions } from '../streams/positions.js';
@@ -262,11 +263,10 @@ export class EventStreamService {
     const changed = new Set<number>();
     for (const e of events) if (e.type === MEMBER && e.stateKey === userId) changed.add(e.roomNid);
     const ownMembership = (e: StoredEvent) => e.type === MEMBER && e.stateKey === userId;
-    const needsCheck = (e: StoredEvent) => {
-      if (ownMembership(e)) return false;
-      const joined = scope.joinedFrom.get(e.roomNid);
-      return joined === undefined || positionOf(e) < joined || changed.has(e.roomNid);
-    };
+    const sinceJoin = new SinceJoin(this.deps.db);
+    const joinedFrom = (e: StoredEvent) => (changed.has(e.roomNid) ? undefined : scope.joinedFrom.get(e.roomNid));
+    await sinceJoin.confirm(events.map((e) => ({ visibleFrom: joinedFrom(e), e })));
+    const needsCheck = (e: StoredEvent) => !ownMembership(e) && !sinceJoin.sure(joinedFrom(e), e);
     const history = new HistoryRecall(this.deps.db, userId);
     await history.prefetch(events.filter(needsCheck).map((e) => e.roomNid));
     const needIgnored = events.some((e) => e.stateKey === undefined && e.sender !== userId);

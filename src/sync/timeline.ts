@@ -10,6 +10,7 @@ import { encodeTimelineToken } from '../rooms/tokens.js';
 import type { Schema } from '../storage/schema.js';
 import { latestEventsOfRooms, type PositionRange } from '../storage/sync/events.js';
 import { currentSnapshotsAt } from '../storage/sync/state-deltas.js';
+import { SinceJoin } from './since-join.js';
 import { HistoryRecall } from './history-recall.js';
 import type { SyncPass } from './pass.js';
 import type { SharedReads } from './shared-reads.js';
@@ -100,19 +101,19 @@ export async function loadTimelines(
     return (await shared.roomFacts([{ roomId, roomNid }], pass.upTo.events)).get(roomId)?.snapshotNid;
   });
   const firstPages = new Map<string, StoredEvent[]>();
-  const needHistory: number[] = [];
   for (const r of requests) {
-    const page = (positions.get(r.roomNid) ?? []).map((nid) => events.get(nid)).filter((e): e is StoredEvent => e !== undefined);
-    firstPages.set(r.roomId, page);
-    if (page.some((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom)) needHistory.push(r.roomNid);
+    firstPages.set(r.roomId, (positions.get(r.roomNid) ?? []).map((nid) => events.get(nid)).filter((e): e is StoredEvent => e !== undefined));
   }
+  const sinceJoin = new SinceJoin(db);
+  await sinceJoin.confirm(requests.flatMap((r) => firstPages.get(r.roomId)!.map((e) => ({ visibleFrom: r.visibleFrom, e }))));
+  const needHistory = requests.filter((r) => firstPages.get(r.roomId)!.some((e) => !sinceJoin.sure(r.visibleFrom, e))).map((r) => r.roomNid);
   await history.prefetch(needHistory);
   // The state before each event to check, for every room's first page at once.
-  const toCheck = requests.flatMap((r) => firstPages.get(r.roomId)!.filter((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom));
+  const toCheck = requests.flatMap((r) => firstPages.get(r.roomId)!.filter((e) => !sinceJoin.sure(r.visibleFrom, e)));
   await history.prefetchStatesBefore(toCheck);
 
   for (const r of requests) {
-    out.set(r.roomId, await walk(reader, pass, r, limit, firstPages.get(r.roomId)!, pageSize, ignored, history));
+    out.set(r.roomId, await walk(reader, pass, r, limit, firstPages.get(r.roomId)!, pageSize, ignored, history, sinceJoin));
   }
   return out;
 }
@@ -126,19 +127,21 @@ async function walk(
   pageSize: number,
   ignored: ReadonlySet<string>,
   history: HistoryRecall,
+  sinceJoin: SinceJoin,
 ): Promise<LoadedTimeline> {
   const matcher = pass.filter.timeline;
   /** Per event of a page, whether the timeline shows it. */
   const accepted = async (page: readonly StoredEvent[]): Promise<boolean[]> => {
-    await history.prefetchStatesBefore(page.filter((e) => r.visibleFrom === undefined || positionOf(e) < r.visibleFrom));
+    await sinceJoin.confirm(page.map((e) => ({ visibleFrom: r.visibleFrom, e })));
+    await history.prefetchStatesBefore(page.filter((e) => !sinceJoin.sure(r.visibleFrom, e)));
     const out: boolean[] = [];
     const hiddenState: StoredEvent[] = [];
     for (const e of page) {
       if (!matcher.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) out.push(false);
       else if (e.stateKey === undefined && ignored.has(e.sender)) out.push(false);
-      // The user's own member events are theirs to see; events after their join need no check.
+      // The user's own member events are theirs to see; events after their join mostly need no check.
       else if (e.type === 'm.room.member' && e.stateKey === pass.userId) out.push(true);
-      else if (r.visibleFrom !== undefined && positionOf(e) >= r.visibleFrom) out.push(true);
+      else if (sinceJoin.sure(r.visibleFrom, e)) out.push(true);
       else {
         const seen = await history.canSee(r.roomNid, e);
         out.push(seen);

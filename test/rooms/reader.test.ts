@@ -71,7 +71,11 @@ for (const backend of await storageBackends()) {
       const ids = [...sent.slice(1), redaction];
       const nids = (await fromRows.events(ids)).values();
       const kept = await reader.eventsByNids([...nids].map((e) => e.nid));
-      for (const e of (await fromRows.events(ids)).values()) assert.deepEqual(kept.get(e.nid), e, e.eventId);
+      // Whether an event was decided on the then current state is known only in memory.
+      for (const e of (await fromRows.events(ids)).values()) {
+        const { onCurrentState: _known, ...memory } = kept.get(e.nid)!;
+        assert.deepEqual(memory, e, e.eventId);
+      }
       // The redacted event is read again: its row now names its redaction.
       const redacted = (await reader.event(sent[0]!))!;
       assert.equal(redacted.redactedBy, redaction);

@@ -1,7 +1,8 @@
 // Events received from another server, as local users' syncs see them: a remote message arrives
 // like a local one (and costs an incremental sync no more statements), a soft-failed one never
-// arrives, a ban decided on another server's fork moves the banned user's room to `leave`, and a
-// join that a merge of forks makes current (soft-failed when it came) opens the shared history.
+// arrives, a ban decided on another server's fork moves the banned user's room to `leave`, a join
+// that a merge of forks makes current (soft-failed when it came) opens the shared history, and a
+// message from a fork made before a user joined stays hidden from them where history is joined-only.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -9,6 +10,7 @@ import { sql } from 'kysely';
 import type { Pdu } from '../../src/protocol/events.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import type { SyncRequest } from '../../src/sync/sync-service.js';
+import { HttpClient } from '../support/http-client.js';
 import { RemoteServer, RoomGraph } from '../support/remote-server.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { statements } from '../support/statements.js';
@@ -123,6 +125,49 @@ for (const { backend, skip } of await serverBackends()) {
       assert.ok(timeline.includes(before), `the message before the fork is in carol's timeline: ${JSON.stringify(s.rooms)}`);
       const page = await rooms.messages(carolActor, roomId, { dir: 'b', limit: 50 });
       assert.ok(page.chunk.some((e) => e.event_id === before), 'and in /messages');
+    });
+
+    test('a message from a fork made before a user joined stays hidden from them where history is joined-only', async () => {
+      const { rooms, sync, actor, roomId, g, mirror, receive, req } = await setup();
+      await rooms.sendState(actor, roomId, 'm.room.history_visibility', '', { history_visibility: 'joined' });
+      await mirror();
+      const forkPoint = g.extremities();
+      const carol = await hs.registerUser(`carol${Math.random().toString(36).slice(2, 8)}`, 'secret');
+      const carolActor = { userId: carol.userId, deviceId: carol.deviceId };
+      await rooms.join(carolActor, roomId);
+      const carolToken = (await sync.sync(req(carolActor))).next_batch;
+      const aliceToken = (await sync.sync(req(actor))).next_batch;
+      const carolHttp = new HttpClient(hs.baseUrl, { token: carol.accessToken });
+      const from = (await carolHttp.get('/initialSync', { query: { limit: 0 } })).body.end as string;
+      // Bob's server has not seen carol's join: his message's state before does not hold her. It
+      // takes a position after her join all the same.
+      const unseen = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'before carol' }, prev: forkPoint });
+      assert.equal((await receive(unseen.pdu)).status, 'timeline');
+      const seen = await rooms.sendMessage(actor, roomId, 'm.room.message', { msgtype: 'm.text', body: 'after carol' });
+
+      const ids = (s: Awaited<ReturnType<typeof sync.sync>>) => s.rooms.join[roomId]?.timeline.events.map((e) => e.event_id) ?? [];
+      const visible = async () => {
+        const incremental = ids(await sync.sync(req(carolActor, carolToken)));
+        const initial = ids(await sync.sync(req(carolActor)));
+        const messages = (await rooms.messages(carolActor, roomId, { dir: 'b', limit: 50 })).chunk.map((e) => e.event_id);
+        // The legacy event stream too.
+        const stream = await carolHttp.get('/events', { query: { from, timeout: 0 } });
+        assert.equal(stream.status, 200, JSON.stringify(stream.body));
+        const events = (stream.body.chunk as { event_id: string }[]).map((e) => e.event_id);
+        return { incremental, initial, messages, events };
+      };
+      for (const [where, got] of Object.entries(await visible())) {
+        assert.ok(!got.includes(unseen.eventId), `${where}: the fork's message is hidden from carol`);
+        assert.ok(got.includes(seen), `${where}: alice's message after the join is shown`);
+      }
+      assert.ok(ids(await sync.sync(req(actor, aliceToken))).includes(unseen.eventId), 'alice, joined on both sides, sees it');
+
+      // Read from the database again (as after a restart): decided the same way.
+      for (const id of [unseen.eventId, seen]) rooms.reader.evict(id);
+      for (const [where, got] of Object.entries(await visible())) {
+        assert.ok(!got.includes(unseen.eventId), `${where}, read again: hidden`);
+        assert.ok(got.includes(seen), `${where}, read again: shown`);
+      }
     });
 
     test('an incremental sync after a remote message reads no more than after a local one', async () => {

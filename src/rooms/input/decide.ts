@@ -181,6 +181,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     status: 'timeline',
     rejectionReason: undefined,
     position: 'stream',
+    ...(fast ? { onCurrentState: true } : {}),
     snapshotBefore: before.snapshot,
     snapshotAfter,
     unsigned,

@@ -3,6 +3,7 @@
 // room's latest position and joined servers, and positions for backfilled events.
 
 import { sql, type Kysely } from 'kysely';
+import { referenceIds, type Pdu } from '../../protocol/events.js';
 import type { EventStatus, Schema } from '../schema.js';
 import { selectEvents, type EventRow } from './events.js';
 
@@ -279,16 +280,21 @@ export async function authChainIds(db: Kysely<Schema>, eventIds: readonly string
   // The first step apart, distinct: the events of a large state share a few auth events (every
   // member cites the same create, power levels and join rules), so the walk then starts from
   // those few rather than following every edge of thousands of events.
+  // Events other than state events have no event_auth rows (nothing's chain passes through them):
+  // their first step is read from their JSON.
   const first = new Set<string>();
   for (const part of chunks([...new Set(eventIds)], IDS_PER_STATEMENT)) {
     const rows = await db
       .selectFrom('events as s')
-      .innerJoin('event_auth as g', 'g.event_nid', 's.event_nid')
-      .select('g.auth_event_id')
+      .leftJoin('event_auth as g', 'g.event_nid', 's.event_nid')
+      .select((eb) => ['g.auth_event_id', eb.case().when('s.state_key', 'is', null).then(eb.ref('s.json')).end().as('json')])
       .distinct()
       .where('s.event_id', 'in', part)
       .execute();
-    for (const r of rows) first.add(r.auth_event_id);
+    for (const r of rows) {
+      if (r.auth_event_id !== null) first.add(r.auth_event_id);
+      if (r.json !== null) for (const id of referenceIds((JSON.parse(r.json) as Pdu).auth_events)) first.add(id);
+    }
   }
   const out = new Set<string>();
   for (const part of chunks([...first], IDS_PER_STATEMENT)) {

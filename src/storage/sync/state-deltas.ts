@@ -90,3 +90,23 @@ export async function currentSnapshotsAt(db: Kysely<Schema>, roomNids: readonly 
   }
   return out;
 }
+
+/**
+ * For each (room, position): the snapshot of the room's current state just before that position
+ * (asks whose room's state had not begun are absent), by position. Each ask reads one index entry.
+ */
+export async function currentSnapshotsBefore(
+  db: Kysely<Schema>,
+  asks: readonly { readonly roomNid: number; readonly position: number }[],
+): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (let i = 0; i < asks.length; i += ROOMS_PER_STATEMENT) {
+    const parts = asks.slice(i, i + ROOMS_PER_STATEMENT).map(
+      ({ roomNid, position }, n) =>
+        sql`select * from (select cast(${position} as bigint) as at, snapshot_nid from current_state_deltas where room_nid = ${roomNid} and position < ${position} order by position desc limit 1) as ${sql.id(`s${n}`)}`,
+    );
+    const { rows } = await sql<{ at: number; snapshot_nid: number }>`${sql.join(parts, sql` union all `)}`.execute(db);
+    for (const r of rows) out.set(Number(r.at), Number(r.snapshot_nid));
+  }
+  return out;
+}
