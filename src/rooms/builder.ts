@@ -20,9 +20,8 @@ import {
 } from '../protocol/events.js';
 import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
-import { redactEvent } from '../protocol/redaction.js';
 import type { SigningKey } from '../protocol/signing.js';
-import { StateNotLoaded, type EventRef, type RoomHead } from './head.js';
+import { keysToDecide, redactedRoomEvent, StateNotLoaded, type EventRef, type RoomHead } from './head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from './persist-event.js';
 
 /** What a client (or the server on its behalf) asks to send. */
@@ -57,11 +56,6 @@ function checkFieldSizes(draft: EventDraft): void {
   }
 }
 
-/** The redacted form of a RoomEvent (content reduced by the version's rules). */
-export function redactedRoomEvent(event: RoomEvent, head: RoomHead): RoomEvent {
-  return { ...event, content: redactEvent(event, head.version).content };
-}
-
 /**
  * Builds, signs and authorizes one event on top of `head`, and advances the head. Throws
  * HearthError: 403 M_FORBIDDEN when the auth rules deny it, 413 M_TOO_LARGE past the size
@@ -81,12 +75,11 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     ...(draft.stateKey !== undefined ? { state_key: draft.stateKey } : {}),
     content: draft.content,
   };
-  const authKeys = authTypesForEvent(subject, version);
   // What authorization and the state change read must be loaded: checked before signing.
-  const unloaded = head.missing(draft.stateKey === undefined ? authKeys : [...authKeys, stateKey(draft.type, draft.stateKey)]);
+  const unloaded = head.missing(keysToDecide(subject, version));
   if (unloaded.length > 0) throw new StateNotLoaded(unloaded);
   const authRefs: EventRef[] = [];
-  for (const key of authKeys) {
+  for (const key of authTypesForEvent(subject, version)) {
     const ref = head.stateRefs.get(key);
     if (ref !== undefined) authRefs.push(ref);
   }

@@ -14,8 +14,7 @@ import { eventRefsByNids } from '../storage/rooms/events.js';
 import { membersOfRoom } from '../storage/rooms/memberships.js';
 import { roomById } from '../storage/rooms/rooms.js';
 import { readSnapshotState, type StateKeyNids } from '../storage/rooms/state-snapshots.js';
-import { redactedRoomEvent } from './builder.js';
-import { MEMBER_KEY_PREFIX, RoomHead, type EventRef, type SnapshotRef, type StateEventLoader } from './head.js';
+import { MEMBER_KEY_PREFIX, redactedRoomEvent, RoomHead, type EventRef, type SnapshotRef, type StateEventLoader } from './head.js';
 import type { EventPdu, RoomReader } from './reader.js';
 
 /** A stored event as later events cite it. */

@@ -5,6 +5,7 @@
 // stores them in that order. A head whose write failed is marked dead and reloaded from the
 // database.
 
+import { authTypesForEvent, type AuthEventSubject } from '../protocol/auth-events.js';
 import type { RoomEvent, StateKey, StateLookup } from '../protocol/events.js';
 import { parseStateKey, stateKey } from '../protocol/events.js';
 import { redactEvent } from '../protocol/redaction.js';
@@ -16,9 +17,19 @@ import type { StateChange } from './persist-event.js';
 /** How member keys begin: stateKey('m.room.member', userId) is this and the user id. */
 export const MEMBER_KEY_PREFIX = stateKey('m.room.member', '');
 
-/** A redacted copy's content. */
-function redact(event: RoomEvent, version: RoomVersion) {
-  return redactEvent(event, version).content;
+/** The redacted form of a RoomEvent (content reduced by the room version's rules). */
+export function redactedRoomEvent(event: RoomEvent, head: { readonly version: RoomVersion }): RoomEvent {
+  return { ...event, content: redactEvent(event, head.version).content };
+}
+
+/**
+ * The state keys deciding an event reads of its room's state: its auth events' keys and, for a
+ * state event, its own (what it replaces).
+ */
+export function keysToDecide(event: AuthEventSubject, version: RoomVersion): StateKey[] {
+  const keys = authTypesForEvent(event, version);
+  if (event.state_key !== undefined) keys.push(stateKey(event.type, event.state_key));
+  return keys;
 }
 
 /** Most prev events one event cites (server-server API, "PDUs"): more extremities merge over several events. */
@@ -175,25 +186,24 @@ export class HeadState implements StateLookup {
 
   /** Records the event at `key`; past the bound, drops the least recently read others but `key`. */
   set(key: StateKey, event: RoomEvent): void {
-    if (this.pinned(key)) {
-      this.kept.set(key, event);
-      return;
-    }
-    this.loaded.delete(key);
-    this.loaded.set(key, event);
+    this.put(key, event);
     this.trim([key]);
   }
 
   /** Records several events; the bound drops none of them, nor of `keep` (a decision is about to read them). */
   setAll(events: ReadonlyMap<StateKey, RoomEvent>, keep: readonly StateKey[]): void {
-    for (const [key, event] of events) {
-      if (this.pinned(key)) this.kept.set(key, event);
-      else {
-        this.loaded.delete(key);
-        this.loaded.set(key, event);
-      }
-    }
+    for (const [key, event] of events) this.put(key, event);
     this.trim(keep);
+  }
+
+  private put(key: StateKey, event: RoomEvent): void {
+    if (this.pinned(key)) {
+      this.kept.set(key, event);
+      return;
+    }
+    // Most recently set last.
+    this.loaded.delete(key);
+    this.loaded.set(key, event);
   }
 
   private trim(keep: readonly StateKey[]): void {
@@ -307,7 +317,7 @@ export class RoomHead {
     for (const [key, ref] of wanted) {
       const e = found.get(ref.eventId);
       if (e === undefined) throw new Error(`state event ${ref.eventId} of room ${this.roomId} is missing`);
-      out.set(key, this.redactedHere.has(ref.eventId) ? { ...e, content: redact(e, this.version) } : e);
+      out.set(key, this.redactedHere.has(ref.eventId) ? redactedRoomEvent(e, this) : e);
     }
     return out;
   }

@@ -29,6 +29,8 @@ export class SinceJoin {
     );
     if (asks.length === 0) return;
     const current = await currentSnapshotsBefore(this.db, asks.map(({ e }) => ({ roomNid: e.roomNid, position: positionOf(e) })));
-    for (const { e } of asks) if (current.get(positionOf(e)) === e.stateBeforeNid) this.confirmed.add(e.nid);
+    asks.forEach(({ e }, i) => {
+      if (current.get(i) === e.stateBeforeNid) this.confirmed.add(e.nid);
+    });
   }
 }

@@ -6,26 +6,16 @@ import { referenceHash } from '../../src/protocol/hashes.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import { loadRoomHead } from '../../src/rooms/head-loader.js';
 import { RoomService } from '../../src/rooms/service.js';
-import { currentStreamPositions } from '../../src/storage/streams.js';
 import { StateKeyNids } from '../../src/storage/rooms/state-snapshots.js';
-import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { storageBackends } from '../support/databases.js';
-import { SERVER, user, useRoomsHarness } from './helpers.js';
+import { restartedRooms, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 
 for (const backend of await storageBackends()) {
   describe(`loading a room head on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useRoomsHarness(backend);
-    /** A service as after a restart: nothing of the database in memory. */
-    const restarted = async () =>
-      new RoomService({
-        db: h.database.db,
-        dialect: h.database.dialect,
-        serverName: SERVER,
-        signingKey: h.key,
-        notifier: new InProcessBus(await currentStreamPositions(h.database.db)),
-      });
+    const restarted = () => restartedRooms(h);
     const stateIds = async (rooms: RoomService, roomId: string) =>
       new Map((await rooms.state(alice, roomId)).map((e) => [`${e.type}|${e.state_key}`, e.event_id]));
 

@@ -10,10 +10,8 @@ import { loadRoomHead } from '../../src/rooms/head-loader.js';
 import { StateNotLoaded } from '../../src/rooms/head.js';
 import { RoomService, type Actor } from '../../src/rooms/service.js';
 import { StateKeyNids } from '../../src/storage/rooms/state-snapshots.js';
-import { currentStreamPositions } from '../../src/storage/streams.js';
-import { InProcessBus } from '../../src/streams/in-process-bus.js';
 import { storageBackends } from '../support/databases.js';
-import { rejectsWith, SERVER, user, useRoomsHarness } from './helpers.js';
+import { rejectsWith, restartedRooms, user, useRoomsHarness } from './helpers.js';
 
 const alice = user('alice');
 const MEMBERS = 30;
@@ -24,15 +22,7 @@ for (const backend of await storageBackends()) {
   describe(`room heads with state loaded on demand on ${backend.name}`, { skip: backend.skip }, () => {
     const h = useRoomsHarness(backend);
     /** A service as after a restart, its heads keeping LIMIT events beyond the pinned ones. */
-    const restarted = async (maxLoadedState = LIMIT) =>
-      new RoomService({
-        db: h.database.db,
-        dialect: h.database.dialect,
-        serverName: SERVER,
-        signingKey: h.key,
-        notifier: new InProcessBus(await currentStreamPositions(h.database.db)),
-        maxLoadedState,
-      });
+    const restarted = (maxLoadedState = LIMIT) => restartedRooms(h, { maxLoadedState });
     const stateIds = async (rooms: RoomService, roomId: string) =>
       new Map((await rooms.state(alice, roomId)).map((e) => [`${e.type}|${e.state_key}`, e.event_id]));
 

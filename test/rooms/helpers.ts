@@ -62,6 +62,24 @@ export async function roomsHarness(target: TestDatabase, options: RoomsHarnessOp
   return { database, rooms, key, notifier, profiles, close: () => database.close() };
 }
 
+/**
+ * A second room service over the harness's database, as after a restart: nothing of the database
+ * in memory. `deps` overrides its options.
+ */
+export async function restartedRooms(
+  h: Pick<RoomsHarness, 'database' | 'key'>,
+  deps: Partial<ConstructorParameters<typeof RoomService>[0]> = {},
+): Promise<RoomService> {
+  return new RoomService({
+    db: h.database.db,
+    dialect: h.database.dialect,
+    serverName: SERVER,
+    signingKey: h.key,
+    notifier: new InProcessBus(await currentStreamPositions(h.database.db)),
+    ...deps,
+  });
+}
+
 export function user(localpart: string, deviceId = 'DEV'): Actor {
   return { userId: `@${localpart}:${SERVER}`, deviceId, isGuest: false, isAdmin: false };
 }

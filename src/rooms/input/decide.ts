@@ -11,17 +11,15 @@
 // against the head in memory, as a local event is.
 
 import type { Kysely } from 'kysely';
-import { authStateFromEvents, authTypesForEvent, checkAuthEventsList } from '../../protocol/auth-events.js';
+import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
 import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
 import { referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey, type StateLookup } from '../../protocol/events.js';
-import type { RoomVersion } from '../../protocol/room-versions.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { resolveState } from '../../protocol/state-res/index.js';
 import type { Schema } from '../../storage/schema.js';
 import { getSnapshotInfo, readSnapshot } from '../../storage/rooms/state-snapshots.js';
-import { redactedRoomEvent } from '../builder.js';
 import { refOf } from '../head-loader.js';
-import { snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
+import { keysToDecide, redactedRoomEvent, snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from '../persist-event.js';
 import type { RoomReader } from '../reader.js';
 import { authRoomEventOf, roomEventOf, type StoredEvent } from '../stored-event.js';
@@ -70,13 +68,6 @@ function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
   return a.every((id) => ids.has(id));
 }
 
-/** The state keys deciding `event` reads of the head: its auth events' keys and its own. */
-function keysToDecide(event: RoomEvent, key: StateKey | undefined, version: RoomVersion): StateKey[] {
-  const keys = authTypesForEvent(event, version);
-  if (key !== undefined) keys.push(key);
-  return keys;
-}
-
 /** What every unit deciding `c` holds, whatever the decision. */
 function unitBase(head: RoomHead, c: Candidate, redactedBy: string | undefined, backward: PersistEvent['backward']) {
   return {
@@ -118,7 +109,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   if (!byAuthEvents.allowed) return refuse('rejected', byAuthEvents.reason, null, null);
 
   // 5. The state before the event. What the checks against the head read is loaded first.
-  await head.load(keysToDecide(c.event, base.stateKey, version));
+  await head.load(keysToDecide(c.event, version));
   const prevIds = referenceIds(c.pdu.prev_events);
   const fast = g.stateOverride === undefined && sameSet(prevIds, head.extremities);
   let before: StateAt;

@@ -79,21 +79,19 @@ export async function stateKeysChangedInRange(db: Kysely<Schema>, roomNid: numbe
  * not begun by then are absent). Each room's part reads one index entry.
  */
 export async function currentSnapshotsAt(db: Kysely<Schema>, roomNids: readonly number[], position: number): Promise<Map<number, number>> {
+  const found = await currentSnapshotsBefore(db, roomNids.map((roomNid) => ({ roomNid, position: position + 1 })));
   const out = new Map<number, number>();
-  for (let i = 0; i < roomNids.length; i += ROOMS_PER_STATEMENT) {
-    const parts = roomNids.slice(i, i + ROOMS_PER_STATEMENT).map(
-      (roomNid, n) =>
-        sql`select * from (select room_nid, snapshot_nid from current_state_deltas where room_nid = ${roomNid} and position <= ${position} order by position desc limit 1) as ${sql.id(`s${n}`)}`,
-    );
-    const { rows } = await sql<{ room_nid: number; snapshot_nid: number }>`${sql.join(parts, sql` union all `)}`.execute(db);
-    for (const r of rows) out.set(Number(r.room_nid), Number(r.snapshot_nid));
-  }
+  roomNids.forEach((roomNid, i) => {
+    const snapshot = found.get(i);
+    if (snapshot !== undefined) out.set(roomNid, snapshot);
+  });
   return out;
 }
 
 /**
- * For each (room, position): the snapshot of the room's current state just before that position
- * (asks whose room's state had not begun are absent), by position. Each ask reads one index entry.
+ * For each (room, position) asked: the snapshot of the room's current state just before that
+ * position, by the ask's index (asks whose room's state had not begun are absent). Each ask reads
+ * one index entry.
  */
 export async function currentSnapshotsBefore(
   db: Kysely<Schema>,
@@ -103,10 +101,10 @@ export async function currentSnapshotsBefore(
   for (let i = 0; i < asks.length; i += ROOMS_PER_STATEMENT) {
     const parts = asks.slice(i, i + ROOMS_PER_STATEMENT).map(
       ({ roomNid, position }, n) =>
-        sql`select * from (select cast(${position} as bigint) as at, snapshot_nid from current_state_deltas where room_nid = ${roomNid} and position < ${position} order by position desc limit 1) as ${sql.id(`s${n}`)}`,
+        sql`select * from (select cast(${i + n} as bigint) as ask, snapshot_nid from current_state_deltas where room_nid = ${roomNid} and position < ${position} order by position desc limit 1) as ${sql.id(`s${n}`)}`,
     );
-    const { rows } = await sql<{ at: number; snapshot_nid: number }>`${sql.join(parts, sql` union all `)}`.execute(db);
-    for (const r of rows) out.set(Number(r.at), Number(r.snapshot_nid));
+    const { rows } = await sql<{ ask: number; snapshot_nid: number }>`${sql.join(parts, sql` union all `)}`.execute(db);
+    for (const r of rows) out.set(Number(r.ask), Number(r.snapshot_nid));
   }
   return out;
 }
