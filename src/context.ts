@@ -12,7 +12,7 @@ import type { HearthConfig } from './config/index.js';
 import { keyServerRoutes } from './federation/key-server.js';
 import { buildHttpApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
-import type { Authenticator, RouteDef } from './http/route.js';
+import type { Authenticator, RouteDef, ServerAuthenticator } from './http/route.js';
 import type { SigningKey } from './protocol/signing.js';
 import { type BoundListener, type ListenerSpec, Listeners } from './server/listeners.js';
 import { setUpLogging } from './server/logging.js';
@@ -29,7 +29,7 @@ import { roomRoutes } from './client/rooms/index.js';
 import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
 import { ErasedUsers } from './rooms/erased-users.js';
-import { StaticKeyRing } from './rooms/input/key-ring.js';
+import { KnownFirstKeyRing, StaticKeyRing, type KeyRing } from './rooms/input/key-ring.js';
 import type { RemoteEvents } from './rooms/input/remote-events.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
@@ -51,6 +51,19 @@ import { whoisRoutes } from './client/admin/whois.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { openIdUserInfoRoutes } from './federation/openid.js';
+import { FederationClient, type FederationRequest } from './federation/client.js';
+import { eduHandlers } from './federation/edus.js';
+import { federationEventRoutes } from './federation/event-routes.js';
+import { FederationKeyRing } from './federation/key-ring.js';
+import { notaryRoutes } from './federation/notary.js';
+import { federationQueryRoutes } from './federation/query-routes.js';
+import { FederationRemoteEvents } from './federation/remote-events.js';
+import { serverAuthenticator } from './federation/request-auth.js';
+import type { DnsResolver } from './federation/resolve.js';
+import { transactionRoutes } from './federation/transaction-routes.js';
+import { TransactionReceiver } from './federation/transactions.js';
+import { requestAuthorization } from './protocol/request-auth.js';
+import type { JsonValue } from './protocol/json.js';
 import { RoomUpgrades } from './rooms/upgrade.js';
 import { EventStreamService } from './sync/event-stream.js';
 import { LegacyInitialSync } from './sync/initial-sync.js';
@@ -109,6 +122,8 @@ export interface ServerPart {
   readonly name: string;
   readonly routes: readonly RouteDef[];
   readonly authenticate?: Authenticator;
+  /** Checks other servers' request signatures (at most one part gives it). */
+  readonly authenticateServer?: ServerAuthenticator;
   /** The listeners stopped accepting: end long waits (long-polls) so requests can finish. */
   stopping?(): void;
   /** Requests have drained; the database is still open. */
@@ -133,6 +148,8 @@ export interface Services {
    * added (until federation fetches them).
    */
   readonly keyRing: StaticKeyRing;
+  /** Requests to other servers, signed; undefined when federation is disabled. */
+  readonly federation: FederationClient | undefined;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged'>;
@@ -162,8 +179,9 @@ export function accountService(
  * The parts, in order. To add an area, build its service from `core` (and earlier services) and
  * add one part; later parts may use the services of earlier ones.
  */
-async function buildParts(core: ServerCore, remoteEvents: RemoteEvents | undefined): Promise<{ parts: ServerPart[]; services: Services }> {
+async function buildParts(core: ServerCore, options: CreateServerOptions): Promise<{ parts: ServerPart[]; services: Services }> {
   const { config, db, serverName, notifier } = core;
+  const federation = federationParts(core, options.federation);
   const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
   const sharing = (userId: string) => usersSharingRooms(db, userId);
 
@@ -185,12 +203,14 @@ async function buildParts(core: ServerCore, remoteEvents: RemoteEvents | undefin
     publicKey: core.signingKey.publicKey,
     validUntilTs: Number.MAX_SAFE_INTEGER,
   });
+  const anyKeyRing: KeyRing = federation === undefined ? keyRing : new KnownFirstKeyRing(keyRing, federation.keyRing);
+  const remoteEvents = options.remoteEvents ?? federation?.remoteEvents;
   rooms = new RoomService({
     db,
     dialect: core.database.dialect,
     serverName,
     signingKey: core.signingKey,
-    keyRing,
+    keyRing: anyKeyRing,
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
@@ -287,9 +307,28 @@ async function buildParts(core: ServerCore, remoteEvents: RemoteEvents | undefin
     { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
   ];
+  if (federation !== undefined) {
+    const transactions = new TransactionReceiver({
+      db,
+      rooms: roomService,
+      edus: eduHandlers({ typing, isJoined, receipts }),
+      warn: (message, fields) => core.log.warn(message, fields),
+    });
+    parts.push({
+      name: 'federation',
+      routes: [
+        ...federationQueryRoutes({ serverName, version: packageVersion(), profiles, rooms: roomService }),
+        ...transactionRoutes({ transactions }),
+        ...federationEventRoutes({ serverName, rooms: roomService }),
+        ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
+      ],
+      authenticateServer: serverAuthenticator({ serverName, keyRing: anyKeyRing }),
+      close: () => federation.client.close(),
+    });
+  }
   return {
     parts,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client },
   };
 }
 
@@ -298,8 +337,55 @@ export interface CreateServerOptions {
   logger?: boolean | object;
   /** How long requests in progress may run on after close() is called; default 5 s. */
   closeGraceMs?: number;
-  /** Where the room server asks other servers for events (default: nowhere, gaps stay gaps). */
+  /** Where the room server asks other servers for events (default: federation, or nowhere when it is disabled). */
   remoteEvents?: RemoteEvents;
+  /** How other servers are found and trusted beyond the system's DNS and roots (tests: a local DNS server and CA). */
+  federation?: FederationReach;
+}
+
+export interface FederationReach {
+  readonly dns?: DnsResolver;
+  /** PEM certificates trusted besides the system's roots. */
+  readonly ca?: string | readonly string[];
+}
+
+/** The package's version; package.json sits one folder up from both src/ and dist/. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Federation's own services: the signed-request client, the key ring that fetches other servers'
+ * keys (through it, directly or from the configured notaries) and the room server's port for
+ * fetching events. None when `global.disable_federation` is set.
+ */
+function federationParts(core: ServerCore, reach: FederationReach = {}) {
+  const { config, serverName, signingKey } = core;
+  if (config.global.disable_federation) return undefined;
+  const client = new FederationClient({
+    authorize: (r) => requestAuthorization(r.scheme, { method: r.method, uri: r.uri, origin: serverName, destination: r.destination, ...(r.content !== undefined ? { content: r.content } : {}) }, signingKey),
+    protocolName: config.global.protocol_name,
+    disableTlsValidation: config.federation_api.disable_tls_validation,
+    ...(reach.dns !== undefined ? { dns: reach.dns } : {}),
+    ...(reach.ca !== undefined ? { ca: reach.ca } : {}),
+  });
+  const keyRing = new FederationKeyRing({
+    db: core.db,
+    serverName,
+    signingKey,
+    perspectives: config.federation_api.key_perspectives,
+    preferDirectFetch: config.federation_api.prefer_direct_fetch,
+    keyValidityPeriodMs: config.global.key_validity_period,
+    fetchJson: async (server, request) => {
+      const req: FederationRequest = { destination: server, method: request.method, path: request.path, ...(request.body !== undefined ? { body: request.body as JsonValue } : {}) };
+      const res = await client.request(req);
+      if (res.status !== 200) throw new Error(`${server} answered ${res.status} to ${request.path}`);
+      return res.body;
+    },
+    log: { warn: (message, details) => core.log.warn(message, details ?? {}) },
+  });
+  const remoteEvents = new FederationRemoteEvents({ client, warn: (message, fields) => core.log.warn(message, fields) });
+  return { client, keyRing, remoteEvents };
 }
 
 export interface HearthServer {
@@ -388,16 +474,19 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
       notifier,
       log,
     };
-    const built = await buildParts(core, options.remoteEvents);
+    const built = await buildParts(core, options);
     parts.push(...built.parts);
     const authenticators = parts.flatMap((p) => (p.authenticate ? [p.authenticate] : []));
     if (authenticators.length > 1) throw new Error('more than one part authenticates access tokens');
+    const serverAuthenticators = parts.flatMap((p) => (p.authenticateServer ? [p.authenticateServer] : []));
+    if (serverAuthenticators.length > 1) throw new Error('more than one part authenticates servers');
     const limits = config.client_api.rate_limiting;
     const app = buildHttpApp(
       parts.flatMap((p) => p.routes),
       {
         logger: options.logger ?? logging?.logger ?? false,
         ...(authenticators[0] ? { authenticate: authenticators[0] } : {}),
+        ...(serverAuthenticators[0] ? { authenticateServer: serverAuthenticators[0] } : {}),
         trustedProxies: config.global.trusted_proxies,
         ...(limits.enabled
           ? { rateLimiter: new RateLimiter({ limits, exemptUserIds: limits.exempt_user_ids, serverName: core.serverName }) }

@@ -12,7 +12,7 @@ import { mountPaths } from './prefixes.js';
 import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
-import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef } from './route.js';
+import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef, ServerAuthenticator } from './route.js';
 
 export interface HttpAppOptions {
   /** Largest JSON body accepted by default, in bytes. */
@@ -21,6 +21,8 @@ export interface HttpAppOptions {
   logger?: boolean | object;
   /** Resolves access tokens; without one, every route that needs a token answers M_UNKNOWN_TOKEN. */
   authenticate?: Authenticator;
+  /** Checks other servers' request signatures; without one, every 'server' route answers 401. */
+  authenticateServer?: ServerAuthenticator;
   /** Applies the limits routes name (`RouteDef.rateLimit`); none: no limit. */
   rateLimiter?: RateLimiter;
   /**
@@ -42,7 +44,7 @@ async function authorize(
   authenticate: Authenticator | undefined,
 ): Promise<Requester | undefined> {
   const mode = routeAuth(route);
-  if (mode === 'none') return undefined;
+  if (mode === 'none' || mode === 'server') return undefined;
   if (req.accessTokenError !== undefined) throw req.accessTokenError;
   if (req.accessToken === undefined) {
     if (mode === 'optional') return undefined;
@@ -55,6 +57,22 @@ async function authorize(
   }
   if (mode === 'admin' && !requester.isAdmin) throw HearthError.forbidden('You are not a server admin');
   return requester;
+}
+
+/** The origin of a request signed by another server; 401 M_UNAUTHORIZED when it is not. */
+async function authorizeServer(
+  route: RouteDef,
+  req: FastifyRequest,
+  content: unknown,
+  authenticate: ServerAuthenticator | undefined,
+): Promise<string> {
+  // A server may send one header per signing key; Node keeps only the first in `headers`.
+  const authorization: string[] = [];
+  const raw = req.raw.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'authorization') authorization.push(raw[i + 1]!);
+  if (authorization.length === 0) throw new HearthError(401, 'M_UNAUTHORIZED', 'Missing X-Chat or X-Matrix authorization');
+  if (authenticate === undefined) throw new HearthError(401, 'M_UNAUTHORIZED', 'This server does not accept requests from other servers');
+  return authenticate({ method: route.method, uri: req.raw.url ?? req.url, authorization, content });
 }
 
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE'];
@@ -87,6 +105,7 @@ class IncomingRequest implements HttpRequest {
   readonly accessTokenError: HearthError | undefined;
   readonly remoteAddress: string;
   requester?: Requester;
+  origin?: string;
   readonly #reply: FastifyReply;
 
   constructor(route: RouteDef, req: FastifyRequest, reply: FastifyReply, addresses: ClientAddresses) {
@@ -213,13 +232,18 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
           const request = new IncomingRequest(route, req, reply, addresses);
+          if (routeAuth(route) === 'server') {
+            request.body = readBody(route, req);
+            request.origin = await authorizeServer(route, req, request.body, options.authenticateServer);
+            noteUser(req, request.origin);
+          }
           const requester = await authorize(route, request, options.authenticate);
           if (requester !== undefined) {
             noteUser(req, requester.userId);
             request.requester = requester;
           }
           refuseNulInParameters(request.params, request.query);
-          request.body = readBody(route, req);
+          if (request.origin === undefined) request.body = readBody(route, req);
           let charges: readonly Charge[] | undefined;
           if (limiter !== undefined && route.rateLimit !== undefined) {
             charges = limiter.charge(route.rateLimit, { requester, address: request.remoteAddress, body: request.body });

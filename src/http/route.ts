@@ -24,9 +24,24 @@ export type Api =
  * - 'optional': a token is used when present (and must then be valid);
  * - 'user': a valid token of a registered user (guests refused with M_GUEST_ACCESS_FORBIDDEN);
  * - 'guest': a valid token, guests allowed;
- * - 'admin': a valid token of a server admin.
+ * - 'admin': a valid token of a server admin;
+ * - 'server': a request signed by another server (`X-Chat` or `X-Matrix` authorization).
  */
-export type RouteAuth = 'none' | 'optional' | 'user' | 'guest' | 'admin';
+export type RouteAuth = 'none' | 'optional' | 'user' | 'guest' | 'admin' | 'server';
+
+/** What a server's request signature covers, as received. */
+export interface ServerSignedRequest {
+  readonly method: HttpMethod;
+  /** The path and query string exactly as received. */
+  readonly uri: string;
+  /** Every `Authorization` header value. */
+  readonly authorization: readonly string[];
+  /** The JSON body; undefined for requests without one. */
+  readonly content: unknown;
+}
+
+/** Checks a server's request signature; resolves to the origin's server name, or throws 401 M_UNAUTHORIZED. */
+export type ServerAuthenticator = (req: ServerSignedRequest) => Promise<string>;
 
 export interface HttpRequest {
   readonly method: HttpMethod;
@@ -41,8 +56,10 @@ export interface HttpRequest {
   readonly accessToken: string | undefined;
   /** The client's address: the peer's, or from X-Forwarded-For when the peer is a trusted proxy. */
   readonly remoteAddress: string;
-  /** Set for routes whose `auth` is not 'none' (and for 'optional' only when a token was sent). */
+  /** Set for user routes whose `auth` is not 'none' (and for 'optional' only when a token was sent). */
   readonly requester?: Requester;
+  /** For 'server' routes: the server that signed the request. */
+  readonly origin?: string;
   /**
    * Calls `listener` once if the client goes away before the reply is sent (at once if it has
    * gone already) and returns a function that removes it; long-polls stop waiting with it. A

@@ -3,7 +3,8 @@
 // (writes) and query/ (reads); this class is their one entry point.
 
 import { DEFAULT_ROOM_VERSION } from '../protocol/room-versions.js';
-import type { JsonObject } from '../protocol/json.js';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { computeEventId } from '../protocol/hashes.js';
 import type { Actor } from './actor.js';
 import type { ClientEvent } from './client-event.js';
 import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
@@ -36,16 +37,36 @@ import type { RoomReader } from './reader.js';
 import { EventReceiver, type ReceiveOutcome } from './input/receive.js';
 import { noRemoteEvents } from './input/remote-events.js';
 import { StaticKeyRing } from './input/key-ring.js';
+import { noneErased } from './erased-users.js';
+import type { Pdu } from '../protocol/events.js';
+import {
+  backfillForServer,
+  eventAuthForServer,
+  eventForServer,
+  missingEventsForServer,
+  serverAclAllows,
+  stateForServer,
+  stateIdsForServer,
+  type BackfillForServer,
+  type EventAuthForServer,
+  type MissingEventsForServer,
+  type MissingEventsRequest,
+  type ServingDeps,
+  type StateForServer,
+  type StateIdsForServer,
+} from './query/for-servers.js';
 
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
 export type { IgnoredUsersOf } from './query/messages.js';
+export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';
 
 export class RoomService {
   private readonly core: RoomCore;
   private readonly defaultRoomVersion: string;
   private readonly ignoredUsers: IgnoredUsersOf;
   private readonly receiver: EventReceiver;
+  private readonly serving: ServingDeps;
 
   /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
   constructor(deps: RoomServiceDeps & { readonly ignoredUsers?: IgnoredUsersOf }) {
@@ -53,6 +74,7 @@ export class RoomService {
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
     this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? new StaticKeyRing(), remote: deps.remoteEvents ?? noRemoteEvents });
+    this.serving = { core: this.core, erased: deps.erasedUsers ?? noneErased };
   }
 
   /** Receives PDUs another server sent (checked, decided and stored); each one's outcome in order. */
@@ -172,6 +194,55 @@ export class RoomService {
 
   joinedRooms(userId: string): Promise<string[]> {
     return joinedRooms(this.core, userId);
+  }
+
+  // ---- serving other servers (origin: the requesting server's name, authenticated by federation) ----
+
+  /** GET /event: the PDU, pruned when `origin` may not see it; 404 unknown, 403 origin not in the room or denied by its ACL. */
+  eventForServer(origin: string, eventId: string): Promise<Pdu> {
+    return eventForServer(this.serving, origin, eventId);
+  }
+
+  /** GET /state_ids: the state before the event and its auth chain, as ids. */
+  stateIdsForServer(origin: string, roomId: string, eventId: string): Promise<StateIdsForServer> {
+    return stateIdsForServer(this.serving, origin, roomId, eventId);
+  }
+
+  /** GET /state: the state before the event and its auth chain, as PDUs. */
+  stateForServer(origin: string, roomId: string, eventId: string): Promise<StateForServer> {
+    return stateForServer(this.serving, origin, roomId, eventId);
+  }
+
+  /** GET /event_auth: the event's full auth chain. */
+  eventAuthForServer(origin: string, roomId: string, eventId: string): Promise<EventAuthForServer> {
+    return eventAuthForServer(this.serving, origin, roomId, eventId);
+  }
+
+  /** GET /backfill: the given events and those before them, at most `limit` (≤ 100), deepest first. */
+  backfillForServer(origin: string, roomId: string, fromEventIds: readonly string[], limit: number): Promise<BackfillForServer> {
+    return backfillForServer(this.serving, origin, roomId, fromEventIds, limit);
+  }
+
+  /** POST /get_missing_events: the events before `latest_events` back to `earliest_events`, oldest first. */
+  missingEventsForServer(origin: string, roomId: string, request: MissingEventsRequest): Promise<MissingEventsForServer> {
+    return missingEventsForServer(this.serving, origin, roomId, request);
+  }
+
+  /** Whether the room's server ACL lets `origin` take part (PDUs and EDUs it sends for the room). */
+  serverAclAllows(origin: string, roomId: string): Promise<boolean> {
+    return serverAclAllows(this.core, origin, roomId);
+  }
+
+  /** The id of a PDU received for a room this server has (undefined: unknown room, or no id can be computed). */
+  async receivedEventId(pdu: unknown): Promise<string | undefined> {
+    if (!isJsonObject(pdu) || typeof pdu['room_id'] !== 'string') return undefined;
+    const room = await this.core.reader.roomInfo(pdu['room_id']);
+    if (room === undefined) return undefined;
+    try {
+      return computeEventId(pdu, room.version);
+    } catch {
+      return undefined;
+    }
   }
 
   // ---- aliases and directory ----

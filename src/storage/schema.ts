@@ -8,6 +8,7 @@ import type { PusherTables } from './tables/pushers.js';
 import type { RoomsTables } from './tables/rooms.js';
 import type { StreamsTables } from './tables/streams.js';
 import type { UserDataTables } from './tables/user-data.js';
+import type { FederationTransactionTables } from './tables/federation-transactions.js';
 
 export type * from './tables/accounts.js';
 export type * from './tables/device-keys.js';
@@ -17,4 +18,23 @@ export type * from './tables/rooms.js';
 export type * from './tables/streams.js';
 export type * from './tables/user-data.js';
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables {}
+/** Other servers' verify keys (migration 011), one row per (server_name, key_id). */
+export interface ServerKeysTable {
+  server_name: string;
+  key_id: string;
+  /** Unpadded base64 of the Ed25519 public key. */
+  public_key: string;
+  /** The response's valid_until_ts, capped at 7 days after it was fetched. */
+  valid_until_ts: number;
+  /** Set for a key from `old_verify_keys`: when it stopped being used. */
+  expired_ts: number | null;
+  fetched_at: number;
+  /** The signed key response the key came from, with the origin's signatures only. */
+  key_json: string;
+}
+
+export interface ServerKeysTables {
+  server_keys: ServerKeysTable;
+}
+
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables {}

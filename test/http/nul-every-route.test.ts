@@ -7,6 +7,8 @@ import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mountPaths } from '../../src/http/prefixes.js';
 import type { RouteDef } from '../../src/http/route.js';
+import type { JsonValue } from '../../src/protocol/json.js';
+import { requestAuthorization } from '../../src/protocol/request-auth.js';
 import { enc, request, type Reply } from '../e2e/support/client.js';
 import { type Backend, type TestServer, type TestUser, serverBackends, useTestServer } from '../support/server.js';
 
@@ -228,7 +230,11 @@ function paramNames(route: RouteDef): string[] {
 }
 
 async function call(w: World, route: RouteDef, url: string, body?: unknown): Promise<Reply> {
-  return request(w.hs.baseUrl, route.method, url, body, { token: w.alice.accessToken });
+  if (route.auth !== 'server') return request(w.hs.baseUrl, route.method, url, body, { token: w.alice.accessToken });
+  // A route for other servers: signed as from the server itself, whose key it knows.
+  const { serverName, signingKey } = w.hs.server.core;
+  const signed = { method: route.method, uri: url, origin: serverName, destination: serverName, ...(body !== undefined ? { content: body as JsonValue } : {}) };
+  return request(w.hs.baseUrl, route.method, url, body, { token: null, headers: { authorization: requestAuthorization('X-Chat', signed, signingKey) } });
 }
 
 /**

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { stringify } from 'yaml';
 import { type HearthConfig, loadConfig } from '../../src/config/index.js';
-import { type HearthServer, createServer } from '../../src/context.js';
+import { type FederationReach, type HearthServer, createServer } from '../../src/context.js';
 import { type TestDatabase, createPostgresDatabase, createSqliteDatabase, storageBackends } from './databases.js';
 import { forwardTo } from './forward.js';
 import type { RemoteEvents } from '../../src/rooms/input/remote-events.js';
@@ -39,6 +39,8 @@ export interface StartTestServerOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Other servers' events, as the room server asks for them (e.g. fake remotes, remote-ports.ts). */
   remoteEvents?: RemoteEvents;
+  /** How the server finds and trusts other servers (a test DNS server, a test CA). */
+  federation?: FederationReach;
 }
 
 export interface TestUser {
@@ -133,6 +135,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
       closeGraceMs: 1000,
       ...(options.logLevel ? {} : { logger: false }),
       ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
+      ...(options.federation !== undefined ? { federation: options.federation } : {}),
     });
     const [listener] = await server.listen();
     const running = server;

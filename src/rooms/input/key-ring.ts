@@ -53,3 +53,30 @@ export class StaticKeyRing implements KeyRing {
     return Promise.resolve(this.keys);
   }
 }
+
+/**
+ * Keys known in advance first, the rest from another ring (federation's, which fetches): a
+ * server whose keys are known in advance is never asked.
+ */
+export class KnownFirstKeyRing implements KeyRing {
+  constructor(
+    private readonly known: KeyRing,
+    private readonly fetched: KeyRing,
+  ) {}
+
+  async verifyKeys(requests: readonly KeyRequest[]): Promise<FoundKeys> {
+    const known = await this.known.verifyKeys(requests);
+    const rest = requests.filter((r) => !known.get(r.serverName)?.has(r.keyId));
+    if (rest.length === 0) return known;
+    const fetched = await this.fetched.verifyKeys(rest);
+    const out = new Map<string, Map<string, ServerVerifyKey>>();
+    for (const found of [fetched, known]) {
+      for (const [server, keys] of found) {
+        let byId = out.get(server);
+        if (byId === undefined) out.set(server, (byId = new Map()));
+        for (const [id, key] of keys) byId.set(id, key);
+      }
+    }
+    return out;
+  }
+}

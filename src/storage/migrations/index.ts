@@ -13,13 +13,15 @@ import { pushersOpenid } from './007-pushers-openid.js';
 import { erasedUsers } from './008-erased-users.js';
 import { eventGraph } from './009-event-graph.js';
 import { streamConsumers } from './010-stream-consumers.js';
+import { serverKeys } from './011-server-keys.js';
+import { inboundTransactions } from './012-inbound-transactions.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

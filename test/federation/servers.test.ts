@@ -1,0 +1,260 @@
+// Two Hearth servers talking over real TLS: hs1.test on 127.0.0.2 (naming `chat`, found through SRV
+// `_chat._tcp`) and hs2.test on 127.0.0.3 (naming `matrix`, SRV `_matrix-fed._tcp`), certificates
+// from a test CA, names from a DNS server the test runs. Each finds the other, fetches its signing
+// key, checks its request signatures and answers it; forged requests are refused; a transaction
+// of PDUs signed by hs2 lands in hs1's room and is deduplicated when sent again.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as dns } from 'node:dns';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FederationClient } from '../../src/federation/client.js';
+import { FederationRemoteEvents } from '../../src/federation/remote-events.js';
+import { stateKey } from '../../src/protocol/events.js';
+import { hashAndSignEventWithId, type PduDraft } from '../../src/protocol/hashes.js';
+import type { JsonObject, JsonValue } from '../../src/protocol/json.js';
+import { requestAuthorization } from '../../src/protocol/request-auth.js';
+import { getRoomVersion } from '../../src/protocol/room-versions.js';
+import { generateSigningKey, verifyJsonSignature } from '../../src/protocol/signing.js';
+import { enc, request } from '../e2e/support/client.js';
+import { type TestDnsServer, startDnsServer } from '../support/dns-server.js';
+import { createTestCa } from '../support/test-ca.js';
+import { type TestServer, type TestUser, serverBackends, startTestServer } from '../support/server.js';
+
+for (const { backend, skip } of await serverBackends()) {
+  describe(`two servers over TLS on ${backend}`, { skip }, () => {
+    let dnsServer: TestDnsServer;
+    let certDir: string;
+    let hs1: TestServer;
+    let hs2: TestServer;
+    let alice: TestUser;
+
+    async function start(name: string, address: string, naming: 'chat' | 'matrix', ca: ReturnType<typeof createTestCa>, resolver: dns.Resolver): Promise<TestServer> {
+      const cert = ca.issue([name]);
+      const certFile = join(certDir, `${name}.crt`);
+      const keyFile = join(certDir, `${name}.key`);
+      writeFileSync(certFile, cert.cert);
+      writeFileSync(keyFile, cert.key);
+      const hs = await startTestServer({
+        backend,
+        serverName: name,
+        config: { global: { protocol_name: naming }, listen: { http: '127.0.0.1:0', https: `${address}:0`, tls_cert: certFile, tls_key: keyFile } },
+        federation: { dns: resolver, ca: ca.cert },
+      });
+      const port = hs.server.listeners.find((l) => l.tls)!.port;
+      const srv = naming === 'chat' ? `_chat._tcp.${name}` : `_matrix-fed._tcp.${name}`;
+      dnsServer.set(name, { a: [address] });
+      dnsServer.set(srv, { srv: [{ target: name, port }] });
+      return hs;
+    }
+
+    before(async () => {
+      dnsServer = await startDnsServer();
+      const resolver = new dns.Resolver({ timeout: 1000, tries: 1 });
+      resolver.setServers([dnsServer.address]);
+      const ca = createTestCa();
+      certDir = mkdtempSync(join(tmpdir(), 'hearth-tls-'));
+      hs1 = await start('hs1.test', '127.0.0.2', 'chat', ca, resolver);
+      hs2 = await start('hs2.test', '127.0.0.3', 'matrix', ca, resolver);
+      alice = await hs1.registerUser('alice', 'alice-password');
+      await request(hs1.baseUrl, 'PUT', `/_chat/client/v3/profile/${enc(alice.userId)}/displayname`, { displayname: 'Alice of hs1' }, { token: alice.accessToken });
+    });
+
+    after(async () => {
+      await hs1?.close();
+      await hs2?.close();
+      await dnsServer?.close();
+      rmSync(certDir, { recursive: true, force: true });
+    });
+
+    const client = (hs: TestServer): FederationClient => hs.server.services.federation!;
+
+    /** The room of the transaction test, for the tests after it. */
+    const shared = {} as {
+      roomId: string;
+      joinId: string;
+      messageId: string;
+      build: (draft: Omit<PduDraft, 'room_id' | 'origin_server_ts'>) => ReturnType<typeof hashAndSignEventWithId>;
+      auth: (...keys: [string, string][]) => string[];
+      tips: () => Promise<{ event_id: string; depth: number }[]>;
+    };
+
+    test('each finds the other and its version, whatever naming each speaks', async () => {
+      const fromHs2 = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: '/federation/v1/version' });
+      assert.equal(fromHs2.status, 200);
+      assert.equal((fromHs2.body as { server: { name: string } }).server.name, 'Hearth');
+      const fromHs1 = await client(hs1).request({ destination: 'hs2.test', method: 'GET', path: '/federation/v1/version' });
+      assert.equal(fromHs1.status, 200);
+    });
+
+    test('a signed query is answered once the key of its origin is fetched and checked', async () => {
+      const res = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: '/federation/v1/query/profile', query: { user_id: alice.userId } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { displayname: 'Alice of hs1' });
+      // hs1 fetched hs2's key over TLS and keeps it.
+      const stored = await hs1.server.core.db.selectFrom('server_keys').select(['key_id', 'public_key']).where('server_name', '=', 'hs2.test').execute();
+      assert.deepEqual(stored.map((k) => k.key_id), [hs2.server.core.signingKey.keyId]);
+      // An alias on another server is not hs1's to answer.
+      const other = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: '/federation/v1/query/directory', query: { room_alias: '#x:hs2.test' } });
+      assert.equal(other.status, 400);
+    });
+
+    test('requests with a forged, misdirected or missing signature get 401 M_UNAUTHORIZED', async () => {
+      const uri = `/_matrix/federation/v1/query/profile?user_id=${enc(alice.userId)}`;
+      const signed = { method: 'GET', uri, origin: 'hs2.test', destination: 'hs1.test' };
+      const forger = generateSigningKey('forged');
+      const cases: [string, Record<string, string>][] = [
+        ['another key', { authorization: requestAuthorization('X-Matrix', signed, { ...forger, keyId: hs2.server.core.signingKey.keyId }) }],
+        ['an unknown key', { authorization: requestAuthorization('X-Matrix', signed, forger) }],
+        ['another uri', { authorization: requestAuthorization('X-Matrix', { ...signed, uri: `${uri}&x=1` }, hs2.server.core.signingKey) }],
+        ['another destination', { authorization: requestAuthorization('X-Chat', { ...signed, destination: 'hs3.test' }, hs2.server.core.signingKey) }],
+        ['no header', {}],
+        ['a malformed header', { authorization: 'X-Matrix origin=hs2.test' }],
+      ];
+      for (const [what, headers] of cases) {
+        const res = await request(hs1.baseUrl, 'GET', uri, undefined, { token: null, headers });
+        assert.equal(res.status, 401, what);
+        assert.equal(res.body?.errcode, 'M_UNAUTHORIZED', what);
+      }
+      // The genuine one, sent the same way, passes.
+      const ok = await request(hs1.baseUrl, 'GET', uri, undefined, { token: null, headers: { authorization: requestAuthorization('X-Matrix', signed, hs2.server.core.signingKey) } });
+      assert.equal(ok.status, 200);
+    });
+
+    test('the notary vouches for the other server with both signatures', async () => {
+      const res = await request(hs1.baseUrl, 'GET', '/_matrix/key/v2/query/hs2.test', undefined, { token: null });
+      assert.equal(res.status, 200);
+      const [keys] = res.body!.server_keys as JsonObject[];
+      const key2 = hs2.server.core.signingKey;
+      assert.ok(verifyJsonSignature(keys!, 'hs2.test', key2.keyId, key2.publicKey));
+      const key1 = hs1.server.core.signingKey;
+      assert.ok(verifyJsonSignature(keys!, 'hs1.test', key1.keyId, key1.publicKey));
+    });
+
+    test("a transaction of hs2's PDUs joins its user to hs1's room and speaks there, once", async () => {
+      const created = await request(hs1.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', room_version: '10' }, { token: alice.accessToken });
+      const roomId = created.body!.room_id as string;
+      const bob = '@bob:hs2.test';
+      const version = getRoomVersion('10')!;
+      const key2 = hs2.server.core.signingKey;
+
+      // The room as hs1 holds it: its state's ids and its forward extremities.
+      const db = hs1.server.core.db;
+      const state = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(roomId)}/state`, undefined, { token: alice.accessToken });
+      const stateIds = new Map((state.body as unknown as JsonObject[]).map((e) => [stateKey(e['type'] as string, e['state_key'] as string), e['event_id'] as string]));
+      const readTips = () =>
+        db
+          .selectFrom('forward_extremities as f')
+          .innerJoin('rooms as r', 'r.room_nid', 'f.room_nid')
+          .innerJoin('events as e', 'e.event_nid', 'f.event_nid')
+          .select(['e.event_id', 'e.depth'])
+          .where('r.room_id', '=', roomId)
+          .execute();
+      const tips = await readTips();
+      const build = (draft: Omit<PduDraft, 'room_id' | 'origin_server_ts'>) =>
+        hashAndSignEventWithId({ ...draft, room_id: roomId, origin_server_ts: Date.now() } as PduDraft, 'hs2.test', key2, version);
+      const auth = (...keys: [string, string][]) => keys.map(([t, k]) => stateIds.get(stateKey(t, k))!);
+      Object.assign(shared, { roomId, build, tips: readTips, auth: (...keys: [string, string][]) => keys.map(([t, k]) => (t === 'm.room.member' ? join.eventId : stateIds.get(stateKey(t, k))!)) });
+      const join = build({
+        type: 'm.room.member',
+        state_key: bob,
+        sender: bob,
+        content: { membership: 'join', displayname: 'Bob of hs2' },
+        prev_events: tips.map((t) => t.event_id),
+        auth_events: auth(['m.room.create', ''], ['m.room.join_rules', ''], ['m.room.power_levels', '']),
+        depth: Math.max(...tips.map((t) => Number(t.depth))) + 1,
+      });
+      const message = build({
+        type: 'm.room.message',
+        sender: bob,
+        content: { msgtype: 'm.text', body: 'hello from hs2' },
+        prev_events: [join.eventId],
+        auth_events: [...auth(['m.room.create', ''], ['m.room.power_levels', '']), join.eventId],
+        depth: Math.max(...tips.map((t) => Number(t.depth))) + 2,
+      });
+
+      Object.assign(shared, { joinId: join.eventId, messageId: message.eventId });
+      const txn = { origin: 'hs2.test', origin_server_ts: Date.now(), pdus: [join.pdu, message.pdu] as unknown as JsonValue[] };
+      const sent = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/txn-1', body: txn });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      assert.deepEqual(sent.body, { pdus: { [join.eventId]: {}, [message.eventId]: {} } });
+
+      // Alice sees Bob join and speak.
+      const messages = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(roomId)}/messages?dir=b&limit=5`, undefined, { token: alice.accessToken });
+      const chunk = messages.body!.chunk as JsonObject[];
+      assert.deepEqual(chunk.slice(0, 2).map((e) => e['event_id']), [message.eventId, join.eventId]);
+      const members = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(roomId)}/joined_members`, undefined, { token: alice.accessToken });
+      assert.ok(bob in (members.body!.joined as JsonObject));
+
+      // The same transaction again: the same answer, nothing stored twice.
+      const again = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/txn-1', body: txn });
+      assert.deepEqual(again.body, sent.body);
+      const count = await db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('event_id', 'in', [join.eventId, message.eventId]).executeTakeFirstOrThrow();
+      assert.equal(Number(count.n), 2);
+
+      // Bob's typing reaches Alice; a typing EDU for someone of another server is dropped.
+      const edus = [
+        { edu_type: 'm.typing', content: { room_id: roomId, user_id: bob, typing: true } },
+        { edu_type: 'm.typing', content: { room_id: roomId, user_id: '@mallory:hs3.test', typing: true } },
+      ];
+      const typed = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/txn-2', body: { origin: 'hs2.test', origin_server_ts: Date.now(), pdus: [], edus } });
+      assert.deepEqual(typed.body, { pdus: {} });
+      assert.deepEqual(hs1.server.services.typing.typingIn(roomId), [bob]);
+    });
+
+    test('hs2 reads the room back from hs1: by id, state, auth chain, backfill, missing events', async () => {
+      const remote = new FederationRemoteEvents({ client: client(hs2) });
+      const [pdu] = await remote.events('hs1.test', shared.roomId, [shared.messageId]);
+      assert.equal((pdu as JsonObject)['type'], 'm.room.message');
+      assert.deepEqual((pdu as JsonObject)['content'], { msgtype: 'm.text', body: 'hello from hs2' });
+      const ids = await remote.stateIdsAt('hs1.test', shared.roomId, shared.messageId);
+      // The state before the message holds Bob's join and the room's creation.
+      assert.ok(ids.pduIds.includes(shared.joinId));
+      assert.ok(ids.authChainIds.length > 0);
+      const back = await remote.backfill('hs1.test', shared.roomId, [shared.messageId], 3);
+      assert.deepEqual(back.map((e) => (e as JsonObject)['type']).slice(0, 2), ['m.room.message', 'm.room.member']);
+      const missing = await remote.missingEvents('hs1.test', shared.roomId, [shared.joinId], [shared.messageId], 10);
+      assert.deepEqual(missing, []);
+      const auth = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: `/federation/v1/event_auth/${enc(shared.roomId)}/${enc(shared.messageId)}` });
+      assert.equal(auth.status, 200);
+      assert.equal(((auth.body as JsonObject)['auth_chain'] as JsonObject[])[0]!['type'], 'm.room.create');
+      // Parameters are checked.
+      const noEvent = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: `/federation/v1/state_ids/${enc(shared.roomId)}` });
+      assert.equal(noEvent.status, 400);
+      assert.equal((noEvent.body as JsonObject)['errcode'], 'M_MISSING_PARAM');
+    });
+
+    test("once the room's server ACL denies hs2, its PDUs, EDUs and reads are refused", async () => {
+      const acl = await request(hs1.baseUrl, 'PUT', `/_chat/client/v3/rooms/${enc(shared.roomId)}/state/m.room.server_acl/`, { allow: ['*'], deny: ['hs2.test'] }, { token: alice.accessToken });
+      assert.equal(acl.status, 200);
+      const read = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: `/federation/v1/event/${enc(shared.messageId)}` });
+      assert.equal(read.status, 403);
+      assert.equal((read.body as JsonObject)['errcode'], 'M_FORBIDDEN');
+      const tips = await shared.tips();
+      const message = shared.build({
+        type: 'm.room.message',
+        sender: '@bob:hs2.test',
+        content: { msgtype: 'm.text', body: 'after the ACL' },
+        prev_events: tips.map((t) => t.event_id),
+        auth_events: shared.auth(['m.room.create', ''], ['m.room.power_levels', ''], ['m.room.member', '@bob:hs2.test']),
+        depth: Math.max(...tips.map((t) => Number(t.depth))) + 1,
+      });
+      const edus = [{ edu_type: 'm.typing', content: { room_id: shared.roomId, user_id: '@bob:hs2.test', typing: false } }];
+      const sent = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/txn-acl', body: { origin: 'hs2.test', origin_server_ts: Date.now(), pdus: [message.pdu as unknown as JsonValue], edus } });
+      assert.equal(sent.status, 200);
+      assert.match((sent.body as { pdus: Record<string, { error?: string }> }).pdus[message.eventId]?.error ?? '', /server ACL/);
+      const stored = await hs1.server.core.db.selectFrom('events').select('event_id').where('event_id', '=', message.eventId).execute();
+      assert.deepEqual(stored, []);
+      // Bob still types: the EDU was refused too.
+      assert.deepEqual(hs1.server.services.typing.typingIn(shared.roomId), ['@bob:hs2.test']);
+    });
+
+    test('a transaction over the limits is refused', async () => {
+      const res = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/txn-big', body: { origin: 'hs2.test', origin_server_ts: 0, pdus: Array.from({ length: 51 }, () => ({})) } });
+      assert.equal(res.status, 400);
+      assert.equal((res.body as JsonObject)['errcode'], 'M_BAD_JSON');
+    });
+  });
+}
