@@ -9,6 +9,7 @@ import { encodeSigningKeyFile, generateSigningKey } from './protocol/signing.js'
 import { InterruptedError, UsageError } from './server/errors.js';
 import {
   type CommandUsage,
+  FEDERATION_CHECK,
   GENERATE_CONFIG,
   GENERATE_KEYS,
   HELP,
@@ -50,13 +51,18 @@ function generateKeysCommand(args: string[]): void {
 }
 
 interface Command extends CommandUsage {
-  run(args: string[]): void | Promise<void>;
+  /** Resolves to the exit status, or to nothing for 0. */
+  run(args: string[]): void | number | Promise<void | number>;
 }
 
 const COMMANDS: Record<string, Command> = {
   // Loaded on demand: they bring in the whole server, which the other commands do not need.
   serve: { ...SERVE, run: async (args) => (await import('./server/serve.js')).serveCommand(args) },
   register: { ...REGISTER, run: async (args) => (await import('./server/register.js')).registerCommand(args) },
+  'federation-check': {
+    ...FEDERATION_CHECK,
+    run: async (args) => (await import('./server/federation-check-command.js')).federationCheckCommand(args),
+  },
   'generate-config': { ...GENERATE_CONFIG, run: generateConfigCommand },
   'generate-keys': { ...GENERATE_KEYS, run: generateKeysCommand },
   version: { ...VERSION, run: () => void process.stdout.write(`${packageVersion()}\n`) },
@@ -114,6 +120,7 @@ export async function main(argv: string[]): Promise<number> {
       args: rest,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       strict: true,
+      allowPositionals: command.allowPositionals === true,
     });
     help = values['help'] === true;
   } catch (err) {
@@ -125,8 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    await command.run(rest);
-    return 0;
+    return (await command.run(rest)) ?? 0;
   } catch (err) {
     // The message alone: configuration and startup problems are the operator's to fix, and a
     // stack would bury them.

@@ -52,8 +52,11 @@ import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { openIdUserInfoRoutes } from './federation/openid.js';
 import { FederationClient, type FederationRequest } from './federation/client.js';
+import { federationCheckRoutes } from './federation/check-routes.js';
+import { EduSender } from './federation/edu-sender.js';
 import { eduHandlers } from './federation/edus.js';
 import { federationEventRoutes } from './federation/event-routes.js';
+import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
@@ -62,6 +65,7 @@ import { serverAuthenticator } from './federation/request-auth.js';
 import type { DnsResolver } from './federation/resolve.js';
 import { transactionRoutes } from './federation/transaction-routes.js';
 import { TransactionReceiver } from './federation/transactions.js';
+import { FederationSender } from './federation/sender.js';
 import { requestAuthorization } from './protocol/request-auth.js';
 import type { JsonValue } from './protocol/json.js';
 import { RoomUpgrades } from './rooms/upgrade.js';
@@ -150,6 +154,8 @@ export interface Services {
   readonly keyRing: StaticKeyRing;
   /** Requests to other servers, signed; undefined when federation is disabled. */
   readonly federation: FederationClient | undefined;
+  /** Sends this server's events to the other servers in their rooms; undefined when federation is disabled. */
+  readonly federationSender: FederationSender | undefined;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged'>;
@@ -222,7 +228,9 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });
   const pushRules = new PushRuleService({ accountData });
   const filters = new FilterService({ db });
-  const typing = new TypingService({ notifier, isJoined });
+  // Local users' typing and public receipts go to the room's other servers as they happen.
+  const edus = federation === undefined ? undefined : new EduSender({ db, serverName, client: federation.client, log: core.log });
+  const typing = new TypingService({ notifier, isJoined, ...(edus ? { onTyping: (u: string, r: string, t: boolean) => edus.typing(u, r, t) } : {}) });
   const receipts = new ReceiptService({
     db,
     notifier,
@@ -232,6 +240,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       const event = await roomService.reader.event(eventId);
       return event?.roomId === roomId ? event.streamOrdering : undefined;
     },
+    ...(edus ? { onReceipt: (r: Parameters<EduSender['receipt']>[0]) => edus.receipt(r) } : {}),
   });
   const toDevice = new ToDeviceService({ db, notifier, serverName });
   const userDirectory = new UserDirectoryService({
@@ -305,9 +314,32 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     { name: 'pushers', routes: pusherRoutes({ pushers: new PusherService({ db }) }) },
     { name: 'openid', routes: [...openIdRoutes({ openId }), ...openIdUserInfoRoutes({ openId })] },
     { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
+    // Served with federation off too: it tells an operator what turning it on would meet.
+    {
+      name: 'federation-check',
+      routes: federationCheckRoutes({
+        protocolName: config.global.protocol_name,
+        disableTlsValidation: config.federation_api.disable_tls_validation,
+        ...(options.federation?.dns !== undefined ? { dns: options.federation.dns } : {}),
+        ...(options.federation?.ca !== undefined ? { ca: options.federation.ca } : {}),
+      }),
+    },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
   ];
+  let federationSender: FederationSender | undefined;
   if (federation !== undefined) {
+    const authenticateServer = serverAuthenticator({ serverName, keyRing: anyKeyRing });
+    const sender = new FederationSender({
+      db,
+      bus: notifier,
+      serverName,
+      client: federation.client,
+      log: core.log,
+      maxRetries: config.federation_api.send_max_retries,
+      ...(options.federation?.senderRetry !== undefined ? { retry: options.federation.senderRetry } : {}),
+    });
+    await sender.start();
+    federationSender = sender;
     const transactions = new TransactionReceiver({
       db,
       rooms: roomService,
@@ -320,15 +352,23 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
         ...federationQueryRoutes({ serverName, version: packageVersion(), profiles, rooms: roomService }),
         ...transactionRoutes({ transactions }),
         ...federationEventRoutes({ serverName, rooms: roomService }),
+        ...federationMembershipRoutes({ rooms: roomService }),
         ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
       ],
-      authenticateServer: serverAuthenticator({ serverName, keyRing: anyKeyRing }),
-      close: () => federation.client.close(),
+      authenticateServer: async (req) => {
+        const origin = await authenticateServer(req);
+        sender.contacted(origin);
+        return origin;
+      },
+      close: async () => {
+        await federation.client.close();
+        await sender.stop();
+      },
     });
   }
   return {
     parts,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender },
   };
 }
 
@@ -347,6 +387,8 @@ export interface FederationReach {
   readonly dns?: DnsResolver;
   /** PEM certificates trusted besides the system's roots. */
   readonly ca?: string | readonly string[];
+  /** Pauses between the sender's attempts (default 2 s doubling to 5 min; tests shorten them). */
+  readonly senderRetry?: { readonly minMs: number; readonly maxMs: number };
 }
 
 /** The package's version; package.json sits one folder up from both src/ and dist/. */

@@ -164,7 +164,9 @@ export class FederationClient {
     this.closed = true;
     const pools = [...this.pools.values()];
     this.pools.clear();
-    await Promise.all(pools.map((p) => p.close()));
+    // Requests in flight are abandoned, not waited for: a dead peer must not hold up a shutdown
+    // (the sender resends an unacknowledged transaction after the restart).
+    await Promise.all(pools.map((p) => p.destroy()));
     if (this.ownsResolver) await this.resolver.close();
   }
 

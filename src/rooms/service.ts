@@ -27,6 +27,13 @@ import { knockRoom } from './perform/knock.js';
 import { leaveRoom } from './perform/leave.js';
 import { updateMemberProfiles } from './perform/profile.js';
 import { redactEvent } from './perform/redact.js';
+import {
+  makeMembershipForServer,
+  sendMembershipForServer,
+  type MembershipTemplate,
+  type RemoteMembership,
+  type SendJoinResponse,
+} from './perform/remote-membership.js';
 import { sendMessageEvent, sendStateEvent } from './perform/send.js';
 import { eventContext, roomEvent, type EventContext } from './query/events.js';
 import { joinedMembers, joinedRooms, roomMembers, type JoinedMember, type MembersRequest } from './query/members.js';
@@ -59,6 +66,7 @@ import {
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
 export type { IgnoredUsersOf } from './query/messages.js';
+export type { MembershipTemplate, RemoteMembership, SendJoinResponse } from './perform/remote-membership.js';
 export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';
 
 export class RoomService {
@@ -226,6 +234,33 @@ export class RoomService {
   /** POST /get_missing_events: the events before `latest_events` back to `earliest_events`, oldest first. */
   missingEventsForServer(origin: string, roomId: string, request: MissingEventsRequest): Promise<MissingEventsForServer> {
     return missingEventsForServer(this.serving, origin, roomId, request);
+  }
+
+  /**
+   * GET /make_join, /make_leave: a template member event for `userId` (a user of `origin`),
+   * neither hashed nor signed, that the auth rules allow now. `supportedVersions`: the origin's
+   * room versions (`ver`; default ['1']), checked for joins.
+   */
+  makeMembershipForServer(
+    origin: string,
+    roomId: string,
+    userId: string,
+    membership: RemoteMembership,
+    supportedVersions: readonly string[] | undefined,
+  ): Promise<MembershipTemplate> {
+    return makeMembershipForServer(this.core, origin, roomId, userId, membership, supportedVersions);
+  }
+
+  /**
+   * PUT /send_join, /send_leave: the member event `origin` signed, received like any PDU; a join
+   * is answered with the state before it and its auth chain, a leave with {}.
+   */
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: 'join'): Promise<SendJoinResponse>;
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: 'leave'): Promise<Record<string, never>>;
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | Record<string, never>>;
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | Record<string, never>> {
+    const deps = { core: this.core, serving: this.serving, receive: (o: string, pdus: readonly unknown[]) => this.receive(o, pdus) };
+    return sendMembershipForServer(deps, origin, roomId, eventId, pdu, membership);
   }
 
   /** Whether the room's server ACL lets `origin` take part (PDUs and EDUs it sends for the room). */

@@ -12,6 +12,8 @@ export interface CommandUsage {
   /** The full text of `hearth <command> --help`. */
   readonly usage: string;
   readonly options: Options;
+  /** Whether the command takes arguments besides its options. */
+  readonly allowPositionals?: boolean;
 }
 
 const HELP_LINE = '  -h, --help                       Show this text.';
@@ -66,6 +68,39 @@ Options:
   -p, --password PASSWORD          Its password.
   --admin                          Make the account a server admin.
 ${HELP_LINE}
+`,
+};
+
+export const FEDERATION_CHECK: CommandUsage = {
+  summary: 'Check whether federation with another server would work.',
+  options: {
+    config: { type: 'string', short: 'c' },
+    json: { type: 'boolean', default: false },
+  },
+  allowPositionals: true,
+  usage: `Usage: hearth federation-check [--config FILE] [--json] SERVER_NAME
+
+Checks, step by step, whether this server could federate with SERVER_NAME: finds it as this
+server would (/.well-known/chat|matrix/server, SRV records, port 8448), connects with TLS and
+checks its certificate for the expected name (sent as SNI), reads its /federation/v1/version and
+its signing keys (/key/v2/server), and verifies the keys' signatures. Prints one line per step,
+with what was found or why it failed, then a summary. Whether SERVER_NAME can reach this server
+back is not checked. The admin API answers the same report as JSON:
+GET /_ext/admin/v1/federation/check/SERVER_NAME.
+
+Exit status: 0 when federation would work, 1 when a step failed, 2 for bad usage.
+
+Options:
+  -c, --config FILE                The configuration file (default ./hearth.yaml), read for
+                                   global.protocol_name and federation_api.disable_tls_validation.
+                                   Without this flag and without ./hearth.yaml, the defaults apply.
+  --json                           Print the report as JSON instead.
+${HELP_LINE}
+
+Environment (for tests and diagnosis):
+  HEARTH_DNS_SERVERS               Comma-separated DNS servers (IP or IP:PORT) to ask instead of
+                                   the system's.
+  HEARTH_EXTRA_CA                  A PEM file of certificates to trust besides the system's roots.
 `,
 };
 

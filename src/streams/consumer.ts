@@ -107,6 +107,12 @@ export class StreamConsumer<Row extends StreamRow> {
     this.loop = this.run();
   }
 
+  /** Ends a pause after failures, or a wait, so that the consumer reads and tries again now. */
+  poke(): void {
+    this.notified = true;
+    this.wake?.();
+  }
+
   /** Stops after the batch in flight (whose position is then stored); resolves when stopped. */
   async stop(): Promise<void> {
     if (this.state === 'new' && !this.starting) {

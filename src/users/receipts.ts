@@ -27,6 +27,8 @@ export interface ReceiptServiceDeps {
    * undefined when the room holds no such event.
    */
   readonly eventOrder: (roomId: string, eventId: string) => Promise<number | undefined>;
+  /** After a public receipt moved (federation tells the room's other servers of local users' ones). */
+  readonly onReceipt?: (receipt: { userId: string; roomId: string; receiptType: string; eventId: string; threadId: string; ts: number }) => void;
   readonly now?: () => number;
 }
 
@@ -127,16 +129,18 @@ export class ReceiptService {
     const key = { roomId, receiptType, userId, threadId };
     // Allocating first holds the stream's row lock, so the check below and the write are not
     // interleaved with another writer's; a receipt that turns out stale leaves a harmless gap.
+    const ts = this.now();
     const position = await this.deps.db.transaction().execute(async (trx) => {
       const p = await allocateStreamPosition(trx, 'receipts');
       const existing = await selectReceipt(trx, key);
       if (existing && (existing.eventId === eventId || (existing.eventOrder !== null && existing.eventOrder > eventOrder))) {
         return undefined;
       }
-      await upsertReceipt(trx, { ...key, eventId, eventOrder, ts: this.now(), position: p });
+      await upsertReceipt(trx, { ...key, eventId, eventOrder, ts, position: p });
       return p;
     });
     if (position === undefined) return;
+    if (receiptType !== READ_PRIVATE) this.deps.onReceipt?.({ userId, roomId, receiptType, eventId, threadId, ts });
     // A private receipt concerns its owner only; a public one everyone in the room.
     this.deps.notifier.notify(
       receiptType === READ_PRIVATE

@@ -13,6 +13,8 @@ export interface TypingServiceDeps {
   readonly notifier: StreamBus;
   /** Whether the user is joined to the room (the room server answers). */
   readonly isJoined: (userId: string, roomId: string) => Promise<boolean>;
+  /** After a user of this server set their typing state (federation tells the room's other servers). */
+  readonly onTyping?: (userId: string, roomId: string, typing: boolean) => void;
   readonly now?: () => number;
 }
 
@@ -49,6 +51,7 @@ export class TypingService {
     if (!(await this.deps.isJoined(userId, roomId))) throw HearthError.forbidden(`User ${userId} not in room ${roomId}`);
     if (typing) this.start(userId, roomId, Math.min(timeoutMs ?? DEFAULT_TYPING_TIMEOUT_MS, MAX_TYPING_TIMEOUT_MS));
     else this.stop(userId, roomId);
+    this.deps.onTyping?.(userId, roomId, typing);
   }
 
   /** Marks the user as typing until the timeout (restarting it if already typing). */

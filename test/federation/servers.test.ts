@@ -256,5 +256,72 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(res.status, 400);
       assert.equal((res.body as JsonObject)['errcode'], 'M_BAD_JSON');
     });
+
+    test("hs2 joins carol to a room of hs1's through make_join and send_join, then leaves it", async () => {
+      const created = await request(hs1.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', room_version: '10' }, { token: alice.accessToken });
+      const roomId = created.body!.room_id as string;
+      const carol = '@carol:hs2.test';
+      const version = getRoomVersion('10')!;
+      const key2 = hs2.server.core.signingKey;
+      const path = (endpoint: string, id: string) => `/federation/${endpoint}/${enc(roomId)}/${enc(id)}`;
+      const joinedMembers = async () => {
+        const res = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(roomId)}/joined_members`, undefined, { token: alice.accessToken });
+        return Object.keys(res.body!.joined as JsonObject).sort();
+      };
+      /** The template hs1 made, filled in and signed by hs2. */
+      const signTemplate = (template: JsonObject, content: JsonObject = {}) =>
+        hashAndSignEventWithId({ ...template, content: { ...(template['content'] as JsonObject), ...content } } as unknown as PduDraft, 'hs2.test', key2, version);
+
+      // A version hs2 does not claim to support is refused with the room's version.
+      const old = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: path('v1/make_join', carol), query: { ver: ['1', '2'] } });
+      assert.equal(old.status, 400);
+      assert.equal((old.body as JsonObject)['errcode'], 'M_INCOMPATIBLE_ROOM_VERSION');
+      assert.equal((old.body as JsonObject)['room_version'], '10');
+
+      const made = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: path('v1/make_join', carol), query: { ver: ['9', '10'] } });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      assert.equal((made.body as JsonObject)['room_version'], '10');
+      const template = (made.body as JsonObject)['event'] as JsonObject;
+      assert.equal(template['sender'], carol);
+      const join = signTemplate(template, { displayname: 'Carol of hs2' });
+      const sent = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: path('v2/send_join', join.eventId), body: join.pdu as unknown as JsonValue });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      const answer = sent.body as { state: JsonObject[]; auth_chain: JsonObject[] };
+      // The state before the join: the room's creation and alice's membership, not carol's.
+      const types = answer.state.map((e) => `${e['type'] as string}|${e['state_key'] as string}`);
+      assert.ok(types.includes('m.room.create|'));
+      assert.ok(types.includes(`m.room.member|${alice.userId}`));
+      assert.ok(!types.includes(`m.room.member|${carol}`));
+      assert.ok(answer.auth_chain.length > 0);
+      assert.deepEqual(await joinedMembers(), [alice.userId, carol].sort());
+      // Sent again through v1: the same answer, wrapped as v1 wraps it.
+      const v1 = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: path('v1/send_join', join.eventId), body: join.pdu as unknown as JsonValue });
+      assert.equal(v1.status, 200, JSON.stringify(v1.body));
+      const [code, again] = v1.body as [number, { state: JsonObject[] }];
+      assert.equal(code, 200);
+      assert.equal(again.state.length, answer.state.length);
+
+      // And out again.
+      const makeLeave = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: path('v1/make_leave', carol) });
+      assert.equal(makeLeave.status, 200, JSON.stringify(makeLeave.body));
+      const leave = signTemplate((makeLeave.body as JsonObject)['event'] as JsonObject);
+      const left = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: path('v2/send_leave', leave.eventId), body: leave.pdu as unknown as JsonValue });
+      assert.equal(left.status, 200, JSON.stringify(left.body));
+      assert.deepEqual(left.body, {});
+      assert.deepEqual(await joinedMembers(), [alice.userId]);
+      const leftV1 = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: path('v1/send_leave', leave.eventId), body: leave.pdu as unknown as JsonValue });
+      assert.deepEqual(leftV1.body, [200, {}]);
+    });
+
+    test("an admin's federation check of the other server passes every step", async () => {
+      const admin = await hs1.registerUser('checker', 'checker-password', { admin: true });
+      const res = await request(hs1.baseUrl, 'GET', '/_synapse/admin/v1/federation/check/hs2.test', undefined, { token: admin.accessToken });
+      assert.equal(res.status, 200);
+      const report = res.body as { ok: boolean; steps: { name: string; ok: boolean; error?: string }[] };
+      assert.equal(report.ok, true, JSON.stringify(report.steps.filter((s) => !s.ok)));
+      assert.ok(report.steps.some((s) => s.name === 'keys' && s.ok));
+      const refused = await request(hs1.baseUrl, 'GET', '/_synapse/admin/v1/federation/check/hs2.test', undefined, { token: alice.accessToken });
+      assert.equal(refused.status, 403);
+    });
   });
 }

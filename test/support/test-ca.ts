@@ -91,7 +91,8 @@ function certificate(opts: {
 }): string {
   const now = Date.now();
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
+  // Positive and without a leading zero byte, which DER forbids in an INTEGER.
+  serial[0] = (serial[0]! & 0x7f) | 0x40;
   const tbs = seq(
     der(0xa0, integer(Buffer.from([2]))),
     integer(serial),

@@ -245,7 +245,8 @@ function servedPdu(e: { readonly pdu: Pdu; readonly redactedBy: string | undefin
 }
 
 /** The PDUs of these events of the room (rejected ones left out), by depth then id: oldest first. */
-async function pdusOf(core: RoomCore, room: RoomInfo, eventIds: readonly string[]): Promise<Pdu[]> {
+export async function pdusOf(core: RoomCore, room: RoomInfo, eventIds: readonly string[]): Promise<Pdu[]> {
+  if (eventIds.length === 0) return [];
   const nodes = (await graphNodesByIds(core.db, room.nid, eventIds)).filter((n) => n.status !== 'rejected');
   const out: { depth: number; id: string; pdu: Pdu }[] = [];
   // Not through the event cache: a big room's state would push out what it holds for everyone.

@@ -1,0 +1,59 @@
+// Joins and leaves through this server (server-server API, "Joining Rooms", "Leaving Rooms
+// (Rejections)"): make_join / send_join (v1, v2) and make_leave / send_leave (v1, v2). The room
+// server builds the templates and receives the signed events (rooms/perform/remote-membership.ts);
+// these routes read the parameters and shape the answers: v1 send_* answers `[200, body]`, a
+// leftover of the first protocol version.
+
+import type { HttpRequest, RouteDef } from '../http/route.js';
+import { HearthError } from '../protocol/errors.js';
+import type { RoomService } from '../rooms/service.js';
+
+export interface MembershipRoutesDeps {
+  readonly rooms: Pick<RoomService, 'makeMembershipForServer' | 'sendMembershipForServer'>;
+}
+
+/** One member event of at most 64 KiB, with room to spare for the JSON around it. */
+const MEMBER_EVENT_BODY_LIMIT = 100 * 1024;
+
+/** The repeated `ver` query parameter; undefined when absent (the room server applies the default). */
+function versions(req: HttpRequest): string[] | undefined {
+  const ver = req.query['ver'];
+  if (ver === undefined) return undefined;
+  return typeof ver === 'string' ? [ver] : ver;
+}
+
+export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef[] {
+  const { rooms } = deps;
+  const make = (membership: 'join' | 'leave'): RouteDef => ({
+    method: 'GET',
+    api: 'federation',
+    versions: ['v1'],
+    path: `/make_${membership}/:roomId/:userId`,
+    auth: 'server',
+    handler: async (req) => ({
+      body: await rooms.makeMembershipForServer(
+        req.origin!,
+        req.params['roomId']!,
+        req.params['userId']!,
+        membership,
+        membership === 'join' ? versions(req) : undefined,
+      ),
+    }),
+  });
+  const send = (membership: 'join' | 'leave', version: 'v1' | 'v2'): RouteDef => ({
+    method: 'PUT',
+    api: 'federation',
+    versions: [version],
+    path: `/send_${membership}/:roomId/:eventId`,
+    auth: 'server',
+    bodyLimit: MEMBER_EVENT_BODY_LIMIT,
+    // The PDU is kept as its JSON text, which keeps NUL in strings on every backend.
+    allowNulInBodyStrings: true,
+    handler: async (req) => {
+      if (req.body === undefined || req.body === null) throw HearthError.badJson('The body must be the signed event');
+      const answer = await rooms.sendMembershipForServer(req.origin!, req.params['roomId']!, req.params['eventId']!, req.body, membership);
+      return { body: version === 'v1' ? [200, answer] : answer };
+    },
+  });
+  return [make('join'), send('join', 'v1'), send('join', 'v2'), make('leave'), send('leave', 'v1'), send('leave', 'v2')];
+}
