@@ -60,6 +60,7 @@ import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
+import { federationUserRoutes } from './federation/user-routes.js';
 import { FederationRemoteEvents } from './federation/remote-events.js';
 import { serverAuthenticator } from './federation/request-auth.js';
 import type { DnsResolver } from './federation/resolve.js';
@@ -352,6 +353,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
         ...federationQueryRoutes({ serverName, version: packageVersion(), profiles, rooms: roomService }),
         ...transactionRoutes({ transactions }),
         ...federationEventRoutes({ serverName, rooms: roomService }),
+        ...federationUserRoutes({ serverName, deviceKeys, rooms: roomService }),
         ...federationMembershipRoutes({ rooms: roomService }),
         ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
       ],

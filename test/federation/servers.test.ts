@@ -323,5 +323,38 @@ for (const { backend, skip } of await serverBackends()) {
       const refused = await request(hs1.baseUrl, 'GET', '/_synapse/admin/v1/federation/check/hs2.test', undefined, { token: alice.accessToken });
       assert.equal(refused.status, 403);
     });
+
+    test("hs2 reads hs1's users' device keys, claims a one-time key and lists its public rooms", async () => {
+      const upload = (b: unknown) => request(hs1.baseUrl, 'POST', '/_chat/client/v3/keys/upload', b, { token: alice.accessToken });
+      const deviceKeys = { user_id: alice.userId, device_id: alice.deviceId, algorithms: ['m.olm.v1.curve25519-aes-sha2'], keys: { [`curve25519:${alice.deviceId}`]: 'curve' }, signatures: {} };
+      const oneTimeKey = { key: 'one-time', signatures: { [alice.userId]: { [`ed25519:${alice.deviceId}`]: 'sig' } } };
+      const uploaded = await upload({ device_keys: deviceKeys, one_time_keys: { 'signed_curve25519:A1': oneTimeKey } });
+      assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+      const query = await client(hs2).request({
+        destination: 'hs1.test',
+        method: 'POST',
+        path: '/federation/v1/user/keys/query',
+        body: { device_keys: { [alice.userId]: [], '@someone:hs2.test': [] } },
+      });
+      assert.equal(query.status, 200);
+      const found = (query.body as { device_keys: Record<string, Record<string, JsonObject>> }).device_keys;
+      assert.deepEqual(Object.keys(found), [alice.userId]);
+      assert.deepEqual(found[alice.userId]![alice.deviceId]!['keys'], deviceKeys.keys);
+      const claim = await client(hs2).request({
+        destination: 'hs1.test',
+        method: 'POST',
+        path: '/federation/v1/user/keys/claim',
+        body: { one_time_keys: { [alice.userId]: { [alice.deviceId]: 'signed_curve25519' } } },
+      });
+      assert.deepEqual(claim.body, { one_time_keys: { [alice.userId]: { [alice.deviceId]: { 'signed_curve25519:A1': oneTimeKey } } } });
+
+      const listed = await request(hs1.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', visibility: 'public', name: 'The lobby' }, { token: alice.accessToken });
+      const lobby = listed.body!.room_id as string;
+      const get = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: '/federation/v1/publicRooms', query: { limit: 10 } });
+      assert.equal(get.status, 200);
+      assert.ok(((get.body as { chunk: JsonObject[] }).chunk).some((r) => r['room_id'] === lobby && r['name'] === 'The lobby'));
+      const post = await client(hs2).request({ destination: 'hs1.test', method: 'POST', path: '/federation/v1/publicRooms', body: { limit: 10, filter: { generic_search_term: 'lobby' } } });
+      assert.deepEqual(((post.body as { chunk: JsonObject[] }).chunk).map((r) => r['room_id']), [lobby]);
+    });
   });
 }
