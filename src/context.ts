@@ -353,7 +353,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
         ...federationQueryRoutes({ serverName, version: packageVersion(), profiles, rooms: roomService }),
         ...transactionRoutes({ transactions }),
         ...federationEventRoutes({ serverName, rooms: roomService }),
-        ...federationUserRoutes({ serverName, deviceKeys, rooms: roomService }),
+        ...federationUserRoutes({ serverName, deviceKeys, rooms: roomService, deviceListPosition: () => notifier.current().device_lists }),
         ...federationMembershipRoutes({ rooms: roomService }),
         ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
       ],

@@ -1,5 +1,6 @@
-// What other servers ask about this server's users and rooms: device keys (/user/keys/query),
-// one-time keys (/user/keys/claim) and the public room directory (/publicRooms). Only local users
+// What other servers ask about this server's users and rooms: device lists (/user/devices), device
+// keys (/user/keys/query), one-time keys (/user/keys/claim) and the public room directory
+// (/publicRooms). Only local users
 // are answered for; anything asked about other servers' users is left out.
 
 import type { HttpRequest, RouteDef } from '../http/route.js';
@@ -15,6 +16,8 @@ export interface FederationUserRoutesDeps {
   readonly serverName: string;
   readonly deviceKeys: Pick<DeviceKeyService, 'query' | 'claim'>;
   readonly rooms: Pick<RoomService, 'publicRooms'>;
+  /** The device-list stream's position: the `stream_id` a device list is current as of. */
+  readonly deviceListPosition: () => number;
 }
 
 /** The members of `map` whose key is a user of this server. */
@@ -46,6 +49,35 @@ export function federationUserRoutes(deps: FederationUserRoutesDeps): RouteDef[]
   const asServer = (origin: string) => ({ userId: `@:${origin}`, deviceId: null });
   const publicRooms = async (request: PublicRoomsRequest) => deps.rooms.publicRooms(request);
   return [
+    {
+      method: 'GET',
+      api: 'federation',
+      versions: ['v1'],
+      path: '/user/devices/:userId',
+      auth: 'server',
+      handler: async (req) => {
+        const userId = req.params['userId']!;
+        const local = localUsers({ [userId]: [] }, 'userId', serverName);
+        if (Object.keys(local).length === 0) throw HearthError.invalidParam(`${userId} is not a user of this server`);
+        const streamId = deps.deviceListPosition();
+        const found = await deps.deviceKeys.query(asServer(req.origin!), { device_keys: local });
+        const devices = (found['device_keys'] as Record<string, Record<string, JsonObject>> | undefined)?.[userId] ?? {};
+        const master = (found['master_keys'] as JsonObject | undefined)?.[userId];
+        const selfSigning = (found['self_signing_keys'] as JsonObject | undefined)?.[userId];
+        return {
+          body: {
+            user_id: userId,
+            stream_id: streamId,
+            devices: Object.entries(devices).map(([deviceId, keys]) => {
+              const name = isJsonObject(keys['unsigned']) ? keys['unsigned']['device_display_name'] : undefined;
+              return { device_id: deviceId, keys, ...(typeof name === 'string' ? { device_display_name: name } : {}) };
+            }),
+            ...(master !== undefined ? { master_key: master } : {}),
+            ...(selfSigning !== undefined ? { self_signing_key: selfSigning } : {}),
+          },
+        };
+      },
+    },
     {
       method: 'POST',
       api: 'federation',

@@ -324,7 +324,7 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(refused.status, 403);
     });
 
-    test("hs2 reads hs1's users' device keys, claims a one-time key and lists its public rooms", async () => {
+    test("hs2 reads hs1's users' device lists and keys, claims a one-time key and lists its public rooms", async () => {
       const upload = (b: unknown) => request(hs1.baseUrl, 'POST', '/_chat/client/v3/keys/upload', b, { token: alice.accessToken });
       const deviceKeys = { user_id: alice.userId, device_id: alice.deviceId, algorithms: ['m.olm.v1.curve25519-aes-sha2'], keys: { [`curve25519:${alice.deviceId}`]: 'curve' }, signatures: {} };
       const oneTimeKey = { key: 'one-time', signatures: { [alice.userId]: { [`ed25519:${alice.deviceId}`]: 'sig' } } };
@@ -340,6 +340,14 @@ for (const { backend, skip } of await serverBackends()) {
       const found = (query.body as { device_keys: Record<string, Record<string, JsonObject>> }).device_keys;
       assert.deepEqual(Object.keys(found), [alice.userId]);
       assert.deepEqual(found[alice.userId]![alice.deviceId]!['keys'], deviceKeys.keys);
+      const devices = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: `/federation/v1/user/devices/${enc(alice.userId)}` });
+      assert.equal(devices.status, 200);
+      const list = devices.body as { user_id: string; stream_id: number; devices: { device_id: string; keys: JsonObject }[] };
+      assert.equal(list.user_id, alice.userId);
+      assert.equal(typeof list.stream_id, 'number');
+      assert.deepEqual(list.devices.map((d) => [d.device_id, d.keys['keys']]), [[alice.deviceId, deviceKeys.keys]]);
+      const notOurs = await client(hs2).request({ destination: 'hs1.test', method: 'GET', path: `/federation/v1/user/devices/${enc('@someone:hs2.test')}` });
+      assert.equal(notOurs.status, 400);
       const claim = await client(hs2).request({
         destination: 'hs1.test',
         method: 'POST',
