@@ -60,6 +60,7 @@ import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
+import { remoteAlias, remoteProfile } from './federation/remote-queries.js';
 import { federationUserRoutes } from './federation/user-routes.js';
 import { FederationRemoteEvents } from './federation/remote-events.js';
 import { serverAuthenticator } from './federation/request-auth.js';
@@ -199,6 +200,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const profiles = new ProfileService({
     db,
     serverName,
+    ...(federation !== undefined ? { remote: (userId: string) => remoteProfile(federation.client, userId) } : {}),
     onProfileChange: async (userId, profile) => {
       await rooms?.updateMemberProfiles(userId, profile);
       await presence?.profileChanged(userId);
@@ -218,6 +220,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     serverName,
     signingKey: core.signingKey,
     keyRing: anyKeyRing,
+    ...(federation !== undefined ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias) } : {}),
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },

@@ -5,6 +5,9 @@
 import { DEFAULT_ROOM_VERSION } from '../protocol/room-versions.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { computeEventId } from '../protocol/hashes.js';
+import { HearthError } from '../protocol/errors.js';
+import { serverNameOf } from '../protocol/ids/accessors.js';
+import { parseRoomAlias } from '../protocol/ids/room-ids.js';
 import type { Actor } from './actor.js';
 import type { ClientEvent } from './client-event.js';
 import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
@@ -77,8 +80,17 @@ export class RoomService {
   private readonly serving: ServingDeps;
 
   /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
-  constructor(deps: RoomServiceDeps & { readonly ignoredUsers?: IgnoredUsersOf }) {
+  /** Another server's alias, asked of that server (federation); undefined: unknown there. */
+  private readonly remoteAlias: ((alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>) | undefined;
+
+  constructor(
+    deps: RoomServiceDeps & {
+      readonly ignoredUsers?: IgnoredUsersOf;
+      readonly remoteAlias?: (alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>;
+    },
+  ) {
     this.core = new RoomCore(deps);
+    this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
     this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? new StaticKeyRing(), remote: deps.remoteEvents ?? noRemoteEvents });
@@ -286,7 +298,14 @@ export class RoomService {
     return createAlias(this.core, actor, alias, roomId);
   }
 
-  resolveAlias(alias: string): Promise<{ room_id: string; servers: string[] }> {
+  /** A local alias from the database; another server's asked of that server (when federation is on). */
+  async resolveAlias(alias: string): Promise<{ room_id: string; servers: string[] }> {
+    const remote = this.remoteAlias;
+    if (remote !== undefined && serverNameOf(parseRoomAlias(alias)) !== this.core.serverName) {
+      const found = await remote(alias);
+      if (found === undefined) throw HearthError.notFound(`Room alias ${alias} not found`);
+      return found;
+    }
     return resolveAlias(this.core, alias);
   }
 

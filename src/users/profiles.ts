@@ -21,6 +21,8 @@ export interface ProfileServiceDeps {
   readonly serverName: string;
   /** Called after a change is stored; the room server updates the user's member events. */
   readonly onProfileChange?: (userId: string, profile: Profile) => Promise<void> | void;
+  /** Another server's user's profile, asked of their server (federation); undefined: no such user. */
+  readonly remote?: (userId: string) => Promise<Profile | undefined>;
 }
 
 /** Who asks: only the user themselves (or a server admin) may change a profile. */
@@ -113,6 +115,11 @@ export class ProfileService {
 
   private async requireProfile(userId: string): Promise<Profile> {
     if (!isUserId(userId, { allowNonCompliant: true })) throw HearthError.invalidParam('Invalid user ID');
+    if (this.deps.remote !== undefined && serverNameOf(userId) !== this.deps.serverName) {
+      const profile = await this.deps.remote(userId);
+      if (profile === undefined) throw HearthError.notFound('Profile not found');
+      return profile;
+    }
     const row = await selectProfile(this.deps.db, userId);
     if (row) return toProfile(row);
     // An account made before profiles were kept still has an (empty) profile.

@@ -364,5 +364,29 @@ for (const { backend, skip } of await serverBackends()) {
       const post = await client(hs2).request({ destination: 'hs1.test', method: 'POST', path: '/federation/v1/publicRooms', body: { limit: 10, filter: { generic_search_term: 'lobby' } } });
       assert.deepEqual(((post.body as { chunk: JsonObject[] }).chunk).map((r) => r['room_id']), [lobby]);
     });
+
+    test("alice on hs1 sees a user's profile and a room alias of hs2's, asked of hs2", async () => {
+      const dora = await hs2.registerUser('dora', 'dora-password');
+      await request(hs2.baseUrl, 'PUT', `/_chat/client/v3/profile/${enc(dora.userId)}/displayname`, { displayname: 'Dora of hs2' }, { token: dora.accessToken });
+      const room = await request(hs2.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', room_alias_name: 'doras' }, { token: dora.accessToken });
+      assert.equal(room.status, 200, JSON.stringify(room.body));
+
+      const profile = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/profile/${enc(dora.userId)}`, undefined, { token: alice.accessToken });
+      assert.equal(profile.status, 200);
+      assert.equal(profile.body!.displayname, 'Dora of hs2');
+      const name = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/profile/${enc(dora.userId)}/displayname`, undefined, { token: alice.accessToken });
+      assert.deepEqual(name.body, { displayname: 'Dora of hs2' });
+      const nobody = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/profile/${enc('@nobody:hs2.test')}`, undefined, { token: alice.accessToken });
+      assert.equal(nobody.status, 404);
+      const unreachable = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/profile/${enc('@x:nowhere.test')}`, undefined, { token: alice.accessToken });
+      assert.equal(unreachable.status, 502);
+      assert.equal(unreachable.body!.error, 'Could not reach nowhere.test for the profile');
+
+      const alias = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/directory/room/${enc('#doras:hs2.test')}`, undefined, { token: alice.accessToken });
+      assert.equal(alias.status, 200);
+      assert.deepEqual(alias.body, { room_id: room.body!.room_id, servers: ['hs2.test'] });
+      const unknown = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/directory/room/${enc('#nothing:hs2.test')}`, undefined, { token: alice.accessToken });
+      assert.equal(unknown.status, 404);
+    });
   });
 }
