@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=50
 // The `hearth` command.
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateConfig } from './config/index.js';
@@ -17,12 +17,7 @@ import {
   SERVE,
   VERSION,
 } from './server/usage.js';
-
-/** The package's version; package.json sits one folder up from both src/ and dist/. */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
+import { packageVersion } from './server/package-version.js';
 
 function generateConfigCommand(args: string[]): void {
   const { values } = parseArgs({ args, options: GENERATE_CONFIG.options, strict: true });

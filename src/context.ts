@@ -17,6 +17,7 @@ import type { SigningKey } from './protocol/signing.js';
 import { type BoundListener, type ListenerSpec, Listeners } from './server/listeners.js';
 import { setUpLogging } from './server/logging.js';
 import { loadOrCreateSigningKey } from './server/signing-key.js';
+import { packageVersion } from './server/package-version.js';
 import { type Database, explainDatabaseFailure, openDatabase, probeDatabase } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import type { Schema } from './storage/schema.js';
@@ -394,11 +395,6 @@ export interface FederationReach {
   readonly ca?: string | readonly string[];
   /** Pauses between the sender's attempts (default 2 s doubling to 5 min; tests shorten them). */
   readonly senderRetry?: { readonly minMs: number; readonly maxMs: number };
-}
-
-/** The package's version; package.json sits one folder up from both src/ and dist/. */
-function packageVersion(): string {
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 /**

@@ -7,7 +7,8 @@
 import { promises as dnsPromises } from 'node:dns';
 import { isIP } from 'node:net';
 import { type PeerCertificate, checkServerIdentity, connect as tlsConnect } from 'node:tls';
-import { Agent, Client } from 'undici';
+import type { Agent, Client } from 'undici';
+import { loadUndici } from './undici.js';
 import { isJsonObject } from '../protocol/json.js';
 import { isServerName, parseServerNameParts } from '../protocol/ids.js';
 import { verifyKeyResponse } from './key-ring.js';
@@ -115,7 +116,9 @@ class Check {
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private readonly resolver: ServerResolver;
-  private readonly agent: Agent;
+  /** Made when the report starts (undici is loaded on first use). */
+  private agent: Agent | undefined;
+  private undici: Awaited<ReturnType<typeof loadUndici>> | undefined;
   private readonly steps: CheckStep[] = [];
 
   constructor(
@@ -136,16 +139,17 @@ class Check {
       wellKnownTimeoutMs: this.timeoutMs,
       now: this.now,
     });
-    this.agent = new Agent({
-      connect: { lookup: dnsLookup(this.dns), rejectUnauthorized: !deps.disableTlsValidation, ...(this.ca ? { ca: this.ca } : {}) },
-    });
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.resolver.close(), this.agent.close()]);
+    await Promise.all([this.resolver.close(), this.agent?.close()]);
   }
 
   async report(): Promise<FederationReport> {
+    this.undici = await loadUndici();
+    this.agent = new this.undici.Agent({
+      connect: { lookup: dnsLookup(this.dns), rejectUnauthorized: !this.deps.disableTlsValidation, ...(this.ca ? { ca: this.ca } : {}) },
+    });
     const found = await this.discover();
     if (found === undefined) {
       for (const name of ['tls', 'version', 'keys'] as const) this.steps.push(skipped(name, 'the server could not be located'));
@@ -226,7 +230,7 @@ class Check {
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
       for (let hop = 0; ; hop++) {
-        const res = await this.agent.request({ origin: url.origin, path: url.pathname + url.search, method: 'GET', signal });
+        const res = await this.agent!.request({ origin: url.origin, path: url.pathname + url.search, method: 'GET', signal });
         const location = res.headers.location;
         if ([301, 302, 303, 307, 308].includes(res.statusCode) && typeof location === 'string') {
           await res.body.dump();
@@ -370,7 +374,7 @@ class Check {
 
   private httpClient({ target, address }: Found): Client {
     const host = isIP(address) === 6 ? `[${address}]` : address;
-    return new Client(`https://${host}:${target.port}`, {
+    return new this.undici!.Client(`https://${host}:${target.port}`, {
       connect: {
         rejectUnauthorized: !this.deps.disableTlsValidation,
         ...(isIP(target.tlsServerName) === 0 ? { servername: target.tlsServerName } : {}),

@@ -4,7 +4,8 @@
 // back to the other one for servers that only know it, remembering what worked per destination.
 
 import { isIP } from 'node:net';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
+import { loadUndici } from './undici.js';
 import type { JsonValue } from '../protocol/json.js';
 import {
   type DnsResolver,
@@ -239,7 +240,7 @@ export class FederationClient {
     const limit = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
     const where = `${target.host}:${target.port}`;
     try {
-      const res = await this.pool(target).request({
+      const res = await (await this.pool(target)).request({
         path: uri,
         method: req.method,
         headers,
@@ -267,7 +268,7 @@ export class FederationClient {
     }
   }
 
-  private pool(target: ResolvedServer): Pool {
+  private async pool(target: ResolvedServer): Promise<Pool> {
     const key = `${target.host} ${target.port} ${target.tlsServerName}`;
     let pool = this.pools.get(key);
     if (pool) {
@@ -276,6 +277,10 @@ export class FederationClient {
       this.pools.set(key, pool);
       return pool;
     }
+    const { Pool } = await loadUndici();
+    // Made while undici loaded: another request may have made it meanwhile.
+    const made = this.pools.get(key);
+    if (made) return made;
     const host = isIP(target.host) === 6 ? `[${target.host}]` : target.host;
     pool = new Pool(`https://${host}:${target.port}`, {
       connections: this.options.connectionsPerDestination ?? 8,

@@ -4,8 +4,7 @@
 // replaces an earlier one). Other servers' users are never echoed back.
 
 import type { Kysely } from 'kysely';
-import { serverNameOf } from '../protocol/ids/accessors.js';
-import { tryParseUserId } from '../protocol/ids/user-id.js';
+import { isUserOf } from '../protocol/ids/user-id.js';
 import type { JsonObject } from '../protocol/json.js';
 import { joinedServersOf } from '../storage/federation/room-servers.js';
 import type { Schema } from '../storage/schema.js';
@@ -31,20 +30,15 @@ export class EduSender {
   }
 
   typing(userId: string, roomId: string, typing: boolean): void {
-    if (!this.isLocal(userId)) return;
+    if (!isUserOf(userId, this.options.serverName)) return;
     void this.toRoom(roomId, { edu_type: 'm.typing', content: { room_id: roomId, user_id: userId, typing } });
   }
 
   receipt(r: { userId: string; roomId: string; receiptType: string; eventId: string; threadId: string; ts: number }): void {
-    if (!this.isLocal(r.userId)) return;
+    if (!isUserOf(r.userId, this.options.serverName)) return;
     const data: JsonObject = { ts: r.ts, ...(r.threadId !== '' ? { thread_id: r.threadId } : {}) };
     const content = { [r.roomId]: { [r.receiptType]: { [r.userId]: { event_ids: [r.eventId], data } } } };
     void this.toRoom(r.roomId, { edu_type: 'm.receipt', content });
-  }
-
-  private isLocal(userId: string): boolean {
-    const parsed = tryParseUserId(userId);
-    return parsed !== undefined && serverNameOf(parsed) === this.options.serverName;
   }
 
   private async toRoom(roomId: string, edu: JsonObject): Promise<void> {

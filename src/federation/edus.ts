@@ -1,8 +1,7 @@
 // EDUs other servers send: what each may claim is checked here. An origin speaks only for its own
 // users, and only in rooms they are joined to (the typing and receipt services check membership).
 
-import { serverNameOf } from '../protocol/ids/accessors.js';
-import { tryParseUserId } from '../protocol/ids/user-id.js';
+import { isUserOf } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { DEFAULT_TYPING_TIMEOUT_MS, type TypingService } from '../users/typing.js';
 import type { EduHandlers } from './transactions.js';
@@ -16,17 +15,12 @@ export interface EduDeps {
 /** Receipt types that travel between servers (`m.read.private` never does). */
 const FEDERATED_RECEIPTS = new Set(['m.read']);
 
-function fromOrigin(origin: string, userId: unknown): userId is string {
-  const parsed = tryParseUserId(userId);
-  return parsed !== undefined && serverNameOf(parsed) === origin;
-}
-
 export function eduHandlers(deps: EduDeps): EduHandlers {
   return {
     // m.typing: {room_id, user_id, typing}; a remote typist times out like a local one.
     async typing(origin: string, content: JsonObject) {
       const { room_id: roomId, user_id: userId, typing } = content;
-      if (typeof roomId !== 'string' || typeof typing !== 'boolean' || !fromOrigin(origin, userId)) return;
+      if (typeof roomId !== 'string' || typeof typing !== 'boolean' || !isUserOf(userId, origin)) return;
       if (!(await deps.isJoined(userId, roomId))) return;
       if (typing) deps.typing.start(userId, roomId, DEFAULT_TYPING_TIMEOUT_MS);
       else deps.typing.stop(userId, roomId);
@@ -38,7 +32,7 @@ export function eduHandlers(deps: EduDeps): EduHandlers {
         for (const [receiptType, byUser] of Object.entries(byType)) {
           if (!FEDERATED_RECEIPTS.has(receiptType) || !isJsonObject(byUser)) continue;
           for (const [userId, receipt] of Object.entries(byUser)) {
-            if (!fromOrigin(origin, userId) || !isJsonObject(receipt)) continue;
+            if (!isUserOf(userId, origin) || !isJsonObject(receipt)) continue;
             const eventIds = receipt['event_ids'];
             const eventId = Array.isArray(eventIds) ? eventIds[0] : undefined;
             if (typeof eventId !== 'string') continue;

@@ -8,7 +8,8 @@ import { promises as dnsPromises } from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { type LookupFunction, isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { loadUndici } from './undici.js';
 import { HearthError } from '../protocol/errors.js';
 import { isServerName, parseServerNameParts } from '../protocol/ids.js';
 
@@ -171,7 +172,9 @@ export class ServerResolver {
   readonly dns: DnsResolver;
   /** The lookup every connection to another server must use. */
   readonly lookup: LookupFunction;
-  private readonly agent: Agent;
+  /** For well-known fetches, made on the first one. */
+  private agent: Promise<Agent> | undefined;
+  private readonly agentOptions: ConstructorParameters<typeof Agent>[0];
   private readonly now: () => number;
   private readonly wellKnownPort: number;
   private readonly wellKnownTimeoutMs: number;
@@ -187,14 +190,14 @@ export class ServerResolver {
     this.wellKnownPort = options.wellKnownPort ?? 443;
     this.wellKnownTimeoutMs = options.wellKnownTimeoutMs ?? 10_000;
     const ca = trustedCas(options.ca);
-    this.agent = new Agent({
+    this.agentOptions = {
       connect: {
         lookup: this.lookup,
         rejectUnauthorized: !options.disableTlsValidation,
         ...(ca ? { ca } : {}),
       },
       keepAliveTimeout: 10_000,
-    });
+    };
   }
 
   /** Where to reach `serverName` under `naming`. Throws FederationError (resolution) on failure. */
@@ -239,7 +242,7 @@ export class ServerResolver {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await (await this.agent)?.close();
   }
 
   private async srv(hostname: string, naming: Naming, destination: string): Promise<SrvTarget | undefined> {
@@ -292,8 +295,10 @@ export class ServerResolver {
     try {
       const port = this.wellKnownPort === 443 ? '' : `:${this.wellKnownPort}`;
       let url = new URL(`https://${hostname}${port}/.well-known/${naming}/server`);
+      this.agent ??= loadUndici().then(({ Agent }) => new Agent(this.agentOptions));
+      const agent = await this.agent;
       for (let hop = 0; ; hop++) {
-        const res = await this.agent.request({
+        const res = await agent.request({
           origin: url.origin,
           path: url.pathname + url.search,
           method: 'GET',

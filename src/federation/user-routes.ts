@@ -5,8 +5,7 @@
 
 import type { HttpRequest, RouteDef } from '../http/route.js';
 import { HearthError } from '../protocol/errors.js';
-import { serverNameOf } from '../protocol/ids/accessors.js';
-import { tryParseUserId } from '../protocol/ids/user-id.js';
+import { isUserOf } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { PublicRoomsRequest } from '../rooms/perform/directory.js';
 import type { RoomService } from '../rooms/service.js';
@@ -23,12 +22,7 @@ export interface FederationUserRoutesDeps {
 /** The members of `map` whose key is a user of this server. */
 function localUsers(map: unknown, name: string, serverName: string): JsonObject {
   if (!isJsonObject(map)) throw HearthError.badJson(`${name} must be an object`);
-  return Object.fromEntries(
-    Object.entries(map).filter(([user]) => {
-      const userId = tryParseUserId(user);
-      return userId !== undefined && serverNameOf(userId) === serverName;
-    }),
-  );
+  return Object.fromEntries(Object.entries(map).filter(([user]) => isUserOf(user, serverName)));
 }
 
 function body(req: HttpRequest): JsonObject {

@@ -222,6 +222,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
   for (const route of routes) {
+    const fromServer = routeAuth(route) === 'server';
     for (const url of mountPaths(route)) {
       let methods = methodsByPath.get(url);
       if (!methods) methodsByPath.set(url, (methods = new Set()));
@@ -232,7 +233,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
         handler: async (req, reply) => {
           const request = new IncomingRequest(route, req, reply, addresses);
-          if (routeAuth(route) === 'server') {
+          if (fromServer) {
             request.body = readBody(route, req);
             request.origin = await authorizeServer(route, req, request.body, options.authenticateServer);
             noteUser(req, request.origin);
@@ -243,7 +244,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
             request.requester = requester;
           }
           refuseNulInParameters(request.params, request.query);
-          if (request.origin === undefined) request.body = readBody(route, req);
+          if (!fromServer) request.body = readBody(route, req);
           let charges: readonly Charge[] | undefined;
           if (limiter !== undefined && route.rateLimit !== undefined) {
             charges = limiter.charge(route.rateLimit, { requester, address: request.remoteAddress, body: request.body });

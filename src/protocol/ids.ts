@@ -22,6 +22,7 @@ export {
   isCompliantUserId,
   isLocalUserId,
   isUserId,
+  isUserOf,
   parseLocalUserId,
   parseUserId,
   tryParseLocalUserId,

@@ -7,9 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { promises as dns } from 'node:dns';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { type CheckStep, type FederationCheckDeps, type FederationReport, federationCheck } from '../../src/federation/check.js';
@@ -18,12 +16,14 @@ import { serverKeysDocument } from '../../src/federation/key-server.js';
 import { buildHttpApp } from '../../src/http/app.js';
 import { HearthError } from '../../src/protocol/errors.js';
 import { generateSigningKey } from '../../src/protocol/signing.js';
-import { type TestDnsServer, startDnsServer } from '../support/dns-server.js';
-import { type TestHttpsServer, createTestCa, listenHttps } from '../support/test-ca.js';
-import { type TestServer, startTestServer } from '../support/server.js';
+import type { TestDnsServer } from '../support/dns-server.js';
+import { type FederationNet, startFederatedServer, startFederationNet } from '../support/federation-net.js';
+import { type TestHttpsServer, listenHttps } from '../support/test-ca.js';
+import type { TestServer } from '../support/server.js';
 
 const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 
+let net: FederationNet;
 let dnsServer: TestDnsServer;
 let dir: string;
 let caFile: string;
@@ -35,25 +35,14 @@ let deps: FederationCheckDeps;
 const stepOf = (report: FederationReport, name: CheckStep['name']) => report.steps.find((s) => s.name === name)!;
 
 before(async () => {
-  dnsServer = await startDnsServer();
-  const resolver = new dns.Resolver({ timeout: 1000, tries: 1 });
-  resolver.setServers([dnsServer.address]);
-  const ca = createTestCa();
-  dir = mkdtempSync(join(tmpdir(), 'hearth-check-'));
+  net = await startFederationNet();
+  ({ dns: dnsServer, dir } = net);
+  const { ca } = net;
   caFile = join(dir, 'ca.pem');
   writeFileSync(caFile, ca.cert);
-  deps = { dns: resolver, ca: ca.cert, timeoutMs: 3000 };
+  deps = { dns: net.resolver, ca: ca.cert, timeoutMs: 3000 };
 
-  const cert = ca.issue(['hs1.test']);
-  writeFileSync(join(dir, 'hs1.crt'), cert.cert);
-  writeFileSync(join(dir, 'hs1.key'), cert.key);
-  hs1 = await startTestServer({
-    serverName: 'hs1.test',
-    config: { listen: { http: '127.0.0.1:0', https: '127.0.0.2:0', tls_cert: join(dir, 'hs1.crt'), tls_key: join(dir, 'hs1.key') } },
-    federation: { dns: resolver, ca: ca.cert },
-  });
-  dnsServer.set('hs1.test', { a: ['127.0.0.2'] });
-  dnsServer.set('_chat._tcp.hs1.test', { srv: [{ target: 'hs1.test', port: hs1.server.listeners.find((l) => l.tls)!.port }] });
+  hs1 = await startFederatedServer(net, { name: 'hs1.test', address: '127.0.0.2' });
 
   // Presents a certificate for another name than the one it is found by.
   badCert = await listenHttps('127.0.0.3', 0, ca.issue(['wrong.test']), (_req, res) => res.end('{}'));
@@ -80,8 +69,7 @@ after(async () => {
   await hs1?.close();
   await badCert?.close();
   await badKeys?.close();
-  await dnsServer?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await net?.close();
 });
 
 describe('federationCheck', () => {

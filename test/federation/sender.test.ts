@@ -6,11 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { promises as dns } from 'node:dns';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { stateKey } from '../../src/protocol/events.js';
 import { hashAndSignEventWithId, type PduDraft } from '../../src/protocol/hashes.js';
 import type { JsonObject } from '../../src/protocol/json.js';
@@ -18,10 +14,10 @@ import { requestAuthorization } from '../../src/protocol/request-auth.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import { enc, request } from '../e2e/support/client.js';
 import { eventually } from '../support/eventually.js';
-import { type TestDnsServer, startDnsServer } from '../support/dns-server.js';
 import { RemoteServer } from '../support/remote-server.js';
-import { type TestHttpsServer, createTestCa, listenHttps, type IssuedCertificate } from '../support/test-ca.js';
-import { type TestServer, type TestUser, startTestServer } from '../support/server.js';
+import { type FederationNet, startFederatedServer, startFederationNet } from '../support/federation-net.js';
+import { type TestHttpsServer, listenHttps, type IssuedCertificate } from '../support/test-ca.js';
+import type { TestServer, TestUser } from '../support/server.js';
 
 const RX = 'rx.test';
 const DAVE = `@dave:${RX}`;
@@ -33,8 +29,7 @@ interface Received {
 }
 
 describe('the federation sender', () => {
-  let dnsServer: TestDnsServer;
-  let certDir: string;
+  let net: FederationNet;
   let hs1: TestServer;
   let alice: TestUser;
   let roomId: string;
@@ -77,8 +72,8 @@ describe('the federation sender', () => {
   async function startRx(): Promise<void> {
     rxServer = await listenHttps('127.0.0.4', rxPort, rxCert, handler);
     rxPort = rxServer.port;
-    dnsServer.set(RX, { a: ['127.0.0.4'] });
-    dnsServer.set(`_chat._tcp.${RX}`, { srv: [{ target: RX, port: rxPort }] });
+    net.dns.set(RX, { a: ['127.0.0.4'] });
+    net.dns.set(`_chat._tcp.${RX}`, { srv: [{ target: RX, port: rxPort }] });
   }
 
   /** Bodies of alice's messages rx.test received, in the order received, each once. */
@@ -115,23 +110,16 @@ describe('the federation sender', () => {
   }
 
   before(async () => {
-    dnsServer = await startDnsServer();
-    const resolver = new dns.Resolver({ timeout: 1000, tries: 1 });
-    resolver.setServers([dnsServer.address]);
-    const ca = createTestCa();
-    certDir = mkdtempSync(join(tmpdir(), 'hearth-tls-'));
-    rxCert = ca.issue([RX]);
+    net = await startFederationNet();
+    rxCert = net.ca.issue([RX]);
     await startRx();
-    const cert = ca.issue(['hs1.test']);
-    writeFileSync(join(certDir, 'hs1.crt'), cert.cert);
-    writeFileSync(join(certDir, 'hs1.key'), cert.key);
-    hs1 = await startTestServer({
-      serverName: 'hs1.test',
-      config: {
-        listen: { http: '127.0.0.1:0', https: '127.0.0.2:0', tls_cert: join(certDir, 'hs1.crt'), tls_key: join(certDir, 'hs1.key') },
-        federation_api: { send_max_retries: 8 },
-      },
-      federation: { dns: resolver, ca: ca.cert, senderRetry: { minMs: 50, maxMs: 400 } },
+    hs1 = await startFederatedServer(net, {
+      name: 'hs1.test',
+      address: '127.0.0.2',
+      config: { federation_api: { send_max_retries: 8 } },
+      // Pauses long enough that a stop of a few seconds stays short of the 8 failures that mark it
+      // down, however slow the machine; short enough that reaching them takes about 5 s.
+      federation: { senderRetry: { minMs: 50, maxMs: 2000 } },
     });
     alice = await hs1.registerUser('alice', 'alice-password');
     const created = await request(hs1.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', room_version: '10' }, { token: alice.accessToken });
@@ -171,8 +159,7 @@ describe('the federation sender', () => {
   after(async () => {
     await hs1?.close();
     await new Promise<void>((resolve) => (rxServer ? rxServer.server.close(() => resolve()) : resolve()));
-    await dnsServer?.close();
-    rmSync(certDir, { recursive: true, force: true });
+    await net?.close();
   });
 
   test("alice's messages reach the server of a member of her room, in order", async () => {
@@ -233,8 +220,8 @@ describe('the federation sender', () => {
     answer = 'fail';
     failures = 0;
     await say('d1', 'd2', 'd3');
-    // Eight failures in a row (send_max_retries), about 2.4 s, mark it down for an hour.
-    await eventually(() => failures >= 8, 'eight failed attempts', 10_000);
+    // Eight failures in a row (send_max_retries), about 5 s, mark it down for an hour.
+    await eventually(() => failures >= 8, 'eight failed attempts', 30_000);
     const before = receivedBodies().length;
     answer = 'ok';
     await new Promise((r) => setTimeout(r, 300));

@@ -6,10 +6,6 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { promises as dns } from 'node:dns';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FederationClient } from '../../src/federation/client.js';
 import { FederationRemoteEvents } from '../../src/federation/remote-events.js';
 import { stateKey } from '../../src/protocol/events.js';
@@ -19,45 +15,20 @@ import { requestAuthorization } from '../../src/protocol/request-auth.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import { generateSigningKey, verifyJsonSignature } from '../../src/protocol/signing.js';
 import { enc, request } from '../e2e/support/client.js';
-import { type TestDnsServer, startDnsServer } from '../support/dns-server.js';
-import { createTestCa } from '../support/test-ca.js';
-import { type TestServer, type TestUser, serverBackends, startTestServer } from '../support/server.js';
+import { type FederationNet, startFederatedServer, startFederationNet } from '../support/federation-net.js';
+import { type TestServer, type TestUser, serverBackends } from '../support/server.js';
 
 for (const { backend, skip } of await serverBackends()) {
   describe(`two servers over TLS on ${backend}`, { skip }, () => {
-    let dnsServer: TestDnsServer;
-    let certDir: string;
+    let net: FederationNet;
     let hs1: TestServer;
     let hs2: TestServer;
     let alice: TestUser;
 
-    async function start(name: string, address: string, naming: 'chat' | 'matrix', ca: ReturnType<typeof createTestCa>, resolver: dns.Resolver): Promise<TestServer> {
-      const cert = ca.issue([name]);
-      const certFile = join(certDir, `${name}.crt`);
-      const keyFile = join(certDir, `${name}.key`);
-      writeFileSync(certFile, cert.cert);
-      writeFileSync(keyFile, cert.key);
-      const hs = await startTestServer({
-        backend,
-        serverName: name,
-        config: { global: { protocol_name: naming }, listen: { http: '127.0.0.1:0', https: `${address}:0`, tls_cert: certFile, tls_key: keyFile } },
-        federation: { dns: resolver, ca: ca.cert },
-      });
-      const port = hs.server.listeners.find((l) => l.tls)!.port;
-      const srv = naming === 'chat' ? `_chat._tcp.${name}` : `_matrix-fed._tcp.${name}`;
-      dnsServer.set(name, { a: [address] });
-      dnsServer.set(srv, { srv: [{ target: name, port }] });
-      return hs;
-    }
-
     before(async () => {
-      dnsServer = await startDnsServer();
-      const resolver = new dns.Resolver({ timeout: 1000, tries: 1 });
-      resolver.setServers([dnsServer.address]);
-      const ca = createTestCa();
-      certDir = mkdtempSync(join(tmpdir(), 'hearth-tls-'));
-      hs1 = await start('hs1.test', '127.0.0.2', 'chat', ca, resolver);
-      hs2 = await start('hs2.test', '127.0.0.3', 'matrix', ca, resolver);
+      net = await startFederationNet();
+      hs1 = await startFederatedServer(net, { name: 'hs1.test', address: '127.0.0.2', naming: 'chat', backend });
+      hs2 = await startFederatedServer(net, { name: 'hs2.test', address: '127.0.0.3', naming: 'matrix', backend });
       alice = await hs1.registerUser('alice', 'alice-password');
       await request(hs1.baseUrl, 'PUT', `/_chat/client/v3/profile/${enc(alice.userId)}/displayname`, { displayname: 'Alice of hs1' }, { token: alice.accessToken });
     });
@@ -65,8 +36,7 @@ for (const { backend, skip } of await serverBackends()) {
     after(async () => {
       await hs1?.close();
       await hs2?.close();
-      await dnsServer?.close();
-      rmSync(certDir, { recursive: true, force: true });
+      await net?.close();
     });
 
     const client = (hs: TestServer): FederationClient => hs.server.services.federation!;

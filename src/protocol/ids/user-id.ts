@@ -66,6 +66,11 @@ export function tryParseUserId(input: unknown, opts?: UserIdOptions): UserId | u
   return isUserId(input, opts) ? input : undefined;
 }
 
+/** Whether `input` is a user ID of `serverName` (what another server may speak for: its own users). */
+export function isUserOf(input: unknown, serverName: string): input is UserId {
+  return isUserId(input) && input.slice(input.indexOf(':') + 1) === serverName;
+}
+
 /** A user ID in the strict grammar: the form every account this server creates must have. */
 export function parseLocalUserId(input: unknown, opts?: ParseOptions): UserId {
   return checked('user ID', input, strictProblem, opts) as UserId;

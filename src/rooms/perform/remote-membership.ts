@@ -15,7 +15,7 @@ import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
 import type { EventReferences, Pdu } from '../../protocol/events.js';
 import { computeEventId } from '../../protocol/hashes.js';
-import { serverNameOf, tryParseUserId } from '../../protocol/ids.js';
+import { isUserOf, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { authChainIds } from '../../storage/rooms/graph.js';
 import { serverJoinedNow } from '../../storage/rooms/for-servers.js';
@@ -49,9 +49,8 @@ const DEFAULT_SUPPORTED_VERSIONS: readonly string[] = ['1'];
 
 /** The user's server; 403 when it is not `origin` (a server asks only for its own users). */
 function requireUserOf(origin: string, userId: unknown, what: string): string {
-  const user = tryParseUserId(userId);
-  if (user === undefined || serverNameOf(user) !== origin) throw HearthError.forbidden(`${what} ${String(userId)} is not a user of ${origin}`);
-  return user;
+  if (!isUserOf(userId, origin)) throw HearthError.forbidden(`${what} ${String(userId)} is not a user of ${origin}`);
+  return userId;
 }
 
 function refsFor(head: RoomHead, refs: readonly EventRef[]): EventReferences {
