@@ -62,6 +62,7 @@ import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
 import { remoteAlias, remoteProfile } from './federation/remote-queries.js';
+import { FederationMembership } from './federation/membership-client.js';
 import { federationUserRoutes } from './federation/user-routes.js';
 import { FederationRemoteEvents } from './federation/remote-events.js';
 import { serverAuthenticator } from './federation/request-auth.js';
@@ -221,7 +222,9 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     serverName,
     signingKey: core.signingKey,
     keyRing: anyKeyRing,
-    ...(federation !== undefined ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias) } : {}),
+    ...(federation !== undefined
+      ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias), remoteMembership: new FederationMembership(federation.client), backfillWhenPaging: true }
+      : {}),
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },

@@ -235,6 +235,16 @@ export class RoomCore {
     return done;
   }
 
+  /**
+   * Stores this server's join decided on a resident server's answer (input/join-answer.ts); the
+   * head, new when the room was, is the room's from then on.
+   */
+  async writeJoined(head: RoomHead, join: PersistEvent): Promise<string> {
+    const id = await this.write(head, { events: [join] });
+    this.remember(head);
+    return id;
+  }
+
   /** Writes events built on a head of its own (a new room); registers the head once stored. */
   async writeNewRoom(head: RoomHead, events: readonly PersistEvent[], before: WriteJob['before']): Promise<void> {
     await this.write(head, { events, ...(before !== undefined ? { before } : {}) });

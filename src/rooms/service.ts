@@ -25,6 +25,8 @@ import {
 import { forgetRoom } from './perform/forget.js';
 import { inviteUser } from './perform/invite.js';
 import { joinRoom, type JoinOptions } from './perform/join.js';
+import { RemoteJoiner, type RemoteMembershipPort } from './perform/remote-join.js';
+import { backwardExtremities, joinedServers } from '../storage/rooms/graph.js';
 import { kickUser } from './perform/kick.js';
 import { knockRoom } from './perform/knock.js';
 import { leaveRoom } from './perform/leave.js';
@@ -83,13 +85,24 @@ export class RoomService {
   /** Another server's alias, asked of that server (federation); undefined: unknown there. */
   private readonly remoteAlias: ((alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>) | undefined;
 
+  /** History this server lacks is asked of other servers (federation). */
+  private readonly backfills: boolean;
+  /** Joins through other servers; undefined without federation. */
+  private readonly joiner: RemoteJoiner | undefined;
+
   constructor(
     deps: RoomServiceDeps & {
       readonly ignoredUsers?: IgnoredUsersOf;
       readonly remoteAlias?: (alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>;
+      /** make_join and send_join asked of other servers (federation). */
+      readonly remoteMembership?: RemoteMembershipPort;
+      /** Paging back past the history this server has backfills through `remoteEvents` (federation). */
+      readonly backfillWhenPaging?: boolean;
     },
   ) {
     this.core = new RoomCore(deps);
+    this.backfills = deps.backfillWhenPaging === true && deps.remoteEvents !== undefined;
+    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, deps.keyRing ?? new StaticKeyRing(), deps.remoteMembership);
     this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
@@ -130,8 +143,10 @@ export class RoomService {
     return createRoom(this.core, actor, request, this.defaultRoomVersion);
   }
 
+  /** Joins a room here, or through another server when this one is not in it (with federation). */
   join(actor: Actor, roomIdOrAlias: string, options: JoinOptions = {}): Promise<{ roomId: string }> {
-    return joinRoom(this.core, actor, roomIdOrAlias, options);
+    const remote = this.joiner === undefined ? undefined : { joiner: this.joiner, resolveAlias: (alias: string) => this.resolveAlias(alias) };
+    return joinRoom(this.core, actor, roomIdOrAlias, options, remote);
   }
 
   leave(actor: Actor, roomId: string, options: { reason?: string } = {}): Promise<void> {
@@ -192,8 +207,31 @@ export class RoomService {
     return eventContext(this.core, actor, roomId, eventId, options, this.ignoredUsers);
   }
 
-  messages(actor: Actor, roomId: string, request: MessagesRequest): Promise<MessagesResponse> {
+  /**
+   * A page of the room's timeline. Paging back past the oldest event this server has, in a room
+   * with history it lacks (a room joined through another server), first backfills from the
+   * room's other servers.
+   */
+  async messages(actor: Actor, roomId: string, request: MessagesRequest): Promise<MessagesResponse> {
+    const page = await roomMessages(this.core, actor, roomId, request, this.ignoredUsers);
+    if (request.dir !== 'b' || page.chunk.length >= request.limit || !this.backfills) return page;
+    if (!(await this.backfillFromRoomServers(roomId, request.limit))) return page;
     return roomMessages(this.core, actor, roomId, request, this.ignoredUsers);
+  }
+
+  /**
+   * Fills the room's history gap from the first of its other servers (at most three asked) that
+   * gives events; whether any were taken.
+   */
+  private async backfillFromRoomServers(roomId: string, limit: number): Promise<boolean> {
+    const head = await this.core.findHead(roomId);
+    if (head?.roomNid === undefined || (await backwardExtremities(this.core.db, head.roomNid)).length === 0) return false;
+    const servers = (await joinedServers(this.core.db, head.roomNid)).filter((s) => s !== this.core.serverName);
+    for (const server of servers.slice(0, 3)) {
+      const outcomes = await this.receiver.backfillFrom(server, roomId, Math.max(limit, 20));
+      if (outcomes.some((o) => o.status === 'timeline')) return true;
+    }
+    return false;
   }
 
   state(actor: Actor, roomId: string): Promise<ClientEvent[]> {

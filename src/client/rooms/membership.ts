@@ -20,7 +20,13 @@ function joinOptions(req: HttpRequest): JoinOptions {
   optionalObject(b, 'third_party_signed');
   const content: JsonObject = {};
   for (const [k, v] of Object.entries(b)) if (k !== 'reason' && k !== 'third_party_signed') content[k] = v;
-  return { ...(reason !== undefined ? { reason } : {}), content };
+  // Servers to join through: `via` (spec 1.12) and the older `server_name`, both repeatable.
+  const via: string[] = [];
+  for (const key of ['via', 'server_name']) {
+    const v = req.query[key];
+    for (const s of v === undefined ? [] : Array.isArray(v) ? v : [v]) if (s !== '' && !via.includes(s)) via.push(s);
+  }
+  return { ...(reason !== undefined ? { reason } : {}), content, ...(via.length > 0 ? { via } : {}) };
 }
 
 export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
@@ -49,7 +55,6 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/join/:roomIdOrAlias',
       auth: 'guest',
       rateLimit: 'joins',
-      // server_name / via name servers to join through: unused until federation exists.
       handler: async (req) => {
         const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), joinOptions(req));
         return { body: { room_id: roomId } };

@@ -48,6 +48,13 @@ export interface Gathered {
   readonly fillsBackward: boolean;
   /** A stored redaction of this event that takes effect on it. */
   readonly redactedBy?: string;
+  /**
+   * This server's own join, answered by a resident server (send_join): the state before it is
+   * the answer's, and the state after it becomes the room's current state, its only forward
+   * extremity the join. What this server knew of the room before is superseded; nothing is
+   * soft-failed against it.
+   */
+  readonly joinedThrough?: boolean;
 }
 
 export interface DecideDeps {
@@ -138,7 +145,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   }
 
   // 6. Soft failure against the current state (on the fast path, that is the state before).
-  if (!fast) {
+  if (!fast && g.joinedThrough !== true) {
     const byCurrent = checkEventAuth(c.event, head.state, version);
     if (!byCurrent.allowed) {
       // Not an extremity itself, but the events it cites are no longer ones (as the reference
@@ -151,7 +158,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   }
 
   // Accepted: the extremities and the current state move.
-  const extremities = head.extremitiesAfter(prevIds, g.citedByStored ? null : c.ref);
+  const extremities = g.joinedThrough === true ? [c.ref] : head.extremitiesAfter(prevIds, g.citedByStored ? null : c.ref);
   const changes: StateChange[] = [];
   let snapshotAfter: SnapshotRef | null;
   if (fast) {
@@ -161,6 +168,8 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
     snapshotAfter = after.snapshot;
     const resolved = await currentStateOf(deps, head, extremities, c, after, sourceOf());
     changes.push(...(await applyResolved(head, resolved, sourceOf())));
+    // The current state is the state after the join: one snapshot holds both.
+    if (g.joinedThrough === true) head.snapshot = snapshotAfter;
   }
   head.extremities = extremities;
 

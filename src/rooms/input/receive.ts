@@ -12,7 +12,7 @@
 import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
 import { encodeBase64 } from '../../protocol/base64.js';
 import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
-import { referenceIds, stateKey, type StateKey } from '../../protocol/events.js';
+import { referenceIds, stateKey, type RoomEvent, type StateKey } from '../../protocol/events.js';
 import { referenceHash } from '../../protocol/hashes.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
 import { backwardAmong, citedAmong, redactionsTargeting } from '../../storage/rooms/graph.js';
@@ -481,11 +481,17 @@ export class EventReceiver {
   }
 }
 
+/** An auth event as an outlier's check reads it. */
+export interface AuthEventSeen {
+  readonly event: RoomEvent;
+  readonly status: EventStatus;
+}
+
 /** An event known without its state: checked against its own auth events only (check 4). */
-function outlier(head: RoomHead, c: Candidate, authEvents: readonly StoredEvent[]): PersistEvent {
+export function outlier(head: RoomHead, c: Candidate, authEvents: readonly (StoredEvent | AuthEventSeen)[]): PersistEvent {
   const version: RoomVersion = head.version;
-  const auth = authEvents.map(roomEventOf);
-  const statuses = new Map(authEvents.map((e) => [e.eventId, e.status]));
+  const auth = authEvents.map((e) => ('event' in e ? e.event : roomEventOf(e)));
+  const statuses = new Map(auth.map((e, i) => [e.event_id, authEvents[i]!.status]));
   let reason: string | undefined;
   const listed = checkAuthEventsList(c.event, auth, version, { isRejected: (id) => statuses.get(id) === 'rejected' });
   if (!listed.allowed) reason = listed.reason;
@@ -516,7 +522,7 @@ function outlier(head: RoomHead, c: Candidate, authEvents: readonly StoredEvent[
 }
 
 /** What another server answered, or `fallback` when it failed to: a gap it cannot fill stays a gap. */
-async function orNothing<T>(answer: Promise<T>, fallback: T): Promise<T> {
+export async function orNothing<T>(answer: Promise<T>, fallback: T): Promise<T> {
   try {
     return await answer;
   } catch {
@@ -530,7 +536,7 @@ function candidateOfStored(e: StoredEvent, head: RoomHead): Candidate {
 }
 
 /** A PDU past checks 1–3 as the decision reads it. */
-function candidateOf(result: Extract<PduCheckResult, { ok: true }>, head: RoomHead): Candidate {
+export function candidateOf(result: Extract<PduCheckResult, { ok: true }>, head: RoomHead): Candidate {
   const ref: EventRef = {
     eventId: result.eventId,
     depth: result.pdu.depth,

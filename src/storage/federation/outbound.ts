@@ -1,5 +1,6 @@
 // What the federation sender reads: the servers to send to, and this server's own events in the
-// rooms each of them is joined to, in stream order.
+// rooms each of them is joined to, in stream order. A member event about a server's user (a kick,
+// a ban, a leave) goes to that server too, joined or not: it must learn it is out.
 
 import type { Kysely } from 'kysely';
 import type { Schema } from '../schema.js';
@@ -15,23 +16,29 @@ export async function destinations(db: Kysely<Schema>, ourServer: string): Promi
   return rows.map((r) => r.server_name);
 }
 
-/** Senders of `server`: a server name holds neither `%` nor `_`, LIKE's wildcards. */
+/** Users of `server`: a server name holds neither `%` nor `_`, LIKE's wildcards. */
 function senderOf(server: string): string {
   return `%:${server}`;
 }
 
-/** This server's events after `after` in the rooms `destination` is joined to, oldest first. */
+/** This server's events after `after` for `destination` (see above), oldest first. */
 export async function localEventsFor(db: Kysely<Schema>, destination: string, ourServer: string, after: number, limit: number): Promise<OutboundPdu[]> {
-  const rows = await db
-    .selectFrom('events as e')
-    .innerJoin('room_joined_servers as j', (join) => join.onRef('j.room_nid', '=', 'e.room_nid').on('j.server_name', '=', destination))
+  const rows = await forDestination(db, destination, ourServer, after)
     .select(['e.stream_ordering', 'e.json'])
-    .where('e.stream_ordering', '>', after)
-    .where('e.sender', 'like', senderOf(ourServer))
     .orderBy('e.stream_ordering')
     .limit(limit)
     .execute();
   return rows.map((r) => ({ position: Number(r.stream_ordering), json: r.json }));
+}
+
+/** This server's events after `after` that `destination` is sent. */
+function forDestination(db: Kysely<Schema>, destination: string, ourServer: string, after: number) {
+  return db
+    .selectFrom('events as e')
+    .leftJoin('room_joined_servers as j', (join) => join.onRef('j.room_nid', '=', 'e.room_nid').on('j.server_name', '=', destination))
+    .where('e.stream_ordering', '>', after)
+    .where('e.sender', 'like', senderOf(ourServer))
+    .where((eb) => eb.or([eb('j.room_nid', 'is not', null), eb.and([eb('e.type', '=', 'm.room.member'), eb('e.state_key', 'like', senderOf(destination))])]));
 }
 
 /**
@@ -39,12 +46,8 @@ export async function localEventsFor(db: Kysely<Schema>, destination: string, ou
  * oldest first: what a server back from an outage is sent (it fetches what came before).
  */
 export async function latestLocalEventsFor(db: Kysely<Schema>, destination: string, ourServer: string, after: number): Promise<OutboundPdu[]> {
-  const latest = await db
-    .selectFrom('events as e')
-    .innerJoin('room_joined_servers as j', (join) => join.onRef('j.room_nid', '=', 'e.room_nid').on('j.server_name', '=', destination))
+  const latest = await forDestination(db, destination, ourServer, after)
     .select((eb) => eb.fn.max('e.stream_ordering').as('position'))
-    .where('e.stream_ordering', '>', after)
-    .where('e.sender', 'like', senderOf(ourServer))
     .groupBy('e.room_nid')
     .execute();
   const positions = latest.map((r) => Number(r.position)).filter((p) => Number.isFinite(p));

@@ -17,7 +17,13 @@ export function selectEvents(db: Kysely<Schema>) {
 
 export async function eventsByIds(db: Kysely<Schema>, eventIds: readonly string[]): Promise<EventRow[]> {
   if (eventIds.length === 0) return [];
-  return selectEvents(db).where('e.event_id', 'in', eventIds).execute();
+  if (eventIds.length <= 5000) return selectEvents(db).where('e.event_id', 'in', eventIds).execute();
+  // A joined room's whole state is read at once: bounded IN lists, as below.
+  const out: EventRow[] = [];
+  for (let i = 0; i < eventIds.length; i += 5000) {
+    out.push(...(await selectEvents(db).where('e.event_id', 'in', eventIds.slice(i, i + 5000)).execute()));
+  }
+  return out;
 }
 
 export async function eventsByNids(db: Kysely<Schema>, nids: readonly number[]): Promise<EventRow[]> {

@@ -1,0 +1,110 @@
+// Joining a room through another server (server-server API, "Joining Rooms"), when this server is
+// not in the room: make_join on a server that is, the template filled in and signed here,
+// send_join to the same server, and the answer received (input/join-answer.ts). Servers are tried
+// in turn: one that cannot be reached, does not know the room, or cannot authorise the join
+// gives way to the next; a refusal (not invited, banned, a version this server lacks) is the
+// answer.
+
+import { randomBytes } from 'node:crypto';
+import { HearthError } from '../../protocol/errors.js';
+import type { Pdu } from '../../protocol/events.js';
+import { computeEventId, hashAndSignEventWithId, type PduDraft } from '../../protocol/hashes.js';
+import { isJsonObject, type JsonObject } from '../../protocol/json.js';
+import { getRoomVersion, roomVersions } from '../../protocol/room-versions.js';
+import type { RoomCore } from '../core.js';
+import { receiveJoinAnswer } from '../input/join-answer.js';
+import type { KeyRing } from '../input/key-ring.js';
+
+/** What joining through other servers asks of them (federation implements it). */
+export interface RemoteMembershipPort {
+  /** GET /make_join; throws a HearthError with the server's status and errcode, or 502. */
+  makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]): Promise<{ roomVersion: string; event: JsonObject }>;
+  /** PUT /send_join (v2, v1 where v2 is unknown); throws as makeJoin does. */
+  sendJoin(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<{ state: unknown[]; authChain: unknown[]; event?: unknown }>;
+}
+
+/** Errors after which the next server is tried; any other is the answer. */
+function tryNext(err: unknown): boolean {
+  if (!(err instanceof HearthError)) return true;
+  return err.status >= 500 || err.status === 404 || err.errcode === 'M_UNABLE_TO_AUTHORISE_JOIN' || err.errcode === 'M_NOT_FOUND';
+}
+
+export class RemoteJoiner {
+  /** Each room's remote join under way, the last queued: one at a time, so the room's row is made once. */
+  private readonly joins = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly core: RoomCore,
+    private readonly keyRing: KeyRing,
+    private readonly port: RemoteMembershipPort,
+  ) {}
+
+  /** Joins `userId` to `roomId` through the first of `servers` that can do it. */
+  join(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
+    const run = () => this.joinNow(userId, roomId, servers, content);
+    const next = (this.joins.get(roomId) ?? Promise.resolve()).catch(() => undefined).then(run);
+    this.joins.set(roomId, next);
+    const forget = () => {
+      if (this.joins.get(roomId) === next) this.joins.delete(roomId);
+    };
+    next.then(forget, forget);
+    return next;
+  }
+
+  private async joinNow(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
+    const candidates = [...new Set(servers)].filter((s) => s !== this.core.serverName);
+    if (candidates.length === 0) throw HearthError.notFound(`No server to join room ${roomId} through is known`);
+    let last: unknown;
+    for (const server of candidates) {
+      try {
+        await this.joinThrough(server, userId, roomId, content);
+        return;
+      } catch (err) {
+        if (!tryNext(err)) throw err;
+        last = err;
+      }
+    }
+    if (last instanceof HearthError) throw last;
+    throw new HearthError(502, 'M_UNKNOWN', `Could not join room ${roomId} through ${candidates.join(', ')}`);
+  }
+
+  private async joinThrough(server: string, userId: string, roomId: string, content: JsonObject): Promise<void> {
+    const made = await this.port.makeJoin(server, roomId, userId, Object.keys(roomVersions));
+    const version = getRoomVersion(made.roomVersion);
+    if (version === undefined) throw new HearthError(400, 'M_UNSUPPORTED_ROOM_VERSION', `Room ${roomId} is of version ${made.roomVersion}, which this server does not support`);
+    const t = made.event;
+    const templateContent = isJsonObject(t['content']) ? t['content'] : {};
+    if (t['room_id'] !== roomId || t['type'] !== 'm.room.member' || t['sender'] !== userId || t['state_key'] !== userId || templateContent['membership'] !== 'join') {
+      throw new HearthError(502, 'M_UNKNOWN', `${server} answered make_join with a template that is not ${userId}'s join to ${roomId}`);
+    }
+    // The resident names who vouches for a restricted join; the rest of the content is ours.
+    const vouch = templateContent['join_authorised_via_users_server'];
+    const draft = {
+      ...(version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${this.core.serverName}` } : {}),
+      room_id: roomId,
+      sender: userId,
+      type: 'm.room.member',
+      state_key: userId,
+      content: { ...content, membership: 'join', ...(typeof vouch === 'string' ? { join_authorised_via_users_server: vouch } : {}) },
+      origin_server_ts: this.core.now(),
+      depth: t['depth'],
+      prev_events: t['prev_events'],
+      auth_events: t['auth_events'],
+    } as unknown as PduDraft;
+    const signed = hashAndSignEventWithId(draft, this.core.serverName, this.core.build.signingKey, version);
+    const answer = await this.port.sendJoin(server, roomId, signed.eventId, signed.pdu);
+    // A restricted join comes back countersigned by the resident: the same event, more signatures.
+    let join = signed.pdu;
+    if (isJsonObject(answer.event)) {
+      try {
+        if (computeEventId(answer.event, version) === signed.eventId) join = answer.event as unknown as Pdu;
+      } catch {
+        // Not an event of this version: ours stands.
+      }
+    }
+    const outcome = await receiveJoinAnswer(this.core, this.keyRing, server, { roomId, version, join, state: answer.state, authChain: answer.authChain });
+    if (outcome.status !== 'timeline') {
+      throw HearthError.forbidden(`${server} accepted the join, but the room's state it gave does not allow it: ${outcome.reason ?? outcome.status}`);
+    }
+  }
+}
