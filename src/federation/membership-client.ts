@@ -1,11 +1,12 @@
-// The room server's RemoteMembershipPort over federation: make_join and send_join asked of a
-// resident server. A refusal keeps the resident's status and errcode (a client is told it is not
+// The room server's RemoteMembershipPort and RemoteInvitePort over federation: make_join,
+// send_join, make_leave and send_leave asked of a resident server, invites of the invitee's. A refusal keeps the resident's status and errcode (a client is told it is not
 // invited, as the resident said); a server that cannot be reached, or answers with something
 // else, is a 502 that names it and nothing more.
 
 import { HearthError } from '../protocol/errors.js';
 import type { Pdu } from '../protocol/events.js';
-import { isJsonObject, type JsonValue } from '../protocol/json.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
+import type { RemoteInvitePort } from '../rooms/perform/remote-invite.js';
 import type { RemoteMembershipPort } from '../rooms/perform/remote-join.js';
 import type { FederationRequest, FederationResponse } from './client.js';
 
@@ -16,7 +17,7 @@ const enc = encodeURIComponent;
 const MAKE_TIMEOUT_MS = 15_000;
 const SEND_TIMEOUT_MS = 120_000;
 
-export class FederationMembership implements RemoteMembershipPort {
+export class FederationMembership implements RemoteMembershipPort, RemoteInvitePort {
   constructor(private readonly client: Client) {}
 
   async makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]) {
@@ -54,6 +55,58 @@ export class FederationMembership implements RemoteMembershipPort {
     }
     const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
     return { state: list(body['state']), authChain: list(body['auth_chain']), ...(body['event'] !== undefined ? { event: body['event'] } : {}) };
+  }
+
+  async makeLeave(destination: string, roomId: string, userId: string) {
+    const body = await this.call(destination, 'make_leave', {
+      destination,
+      method: 'GET',
+      path: `/federation/v1/make_leave/${enc(roomId)}/${enc(userId)}`,
+      timeoutMs: MAKE_TIMEOUT_MS,
+    });
+    const event = body['event'];
+    const roomVersion = body['room_version'] ?? '1';
+    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered make_leave without a template`);
+    return { roomVersion, event };
+  }
+
+  async sendLeave(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<void> {
+    const request = (v: 'v1' | 'v2'): FederationRequest => ({
+      destination,
+      method: 'PUT',
+      path: `/federation/${v}/send_leave/${enc(roomId)}/${enc(eventId)}`,
+      body: pdu as unknown as JsonValue,
+      timeoutMs: MAKE_TIMEOUT_MS,
+    });
+    try {
+      await this.raw(destination, 'send_leave', request('v2'));
+    } catch (err) {
+      if (!(err instanceof HearthError && err.status === 404 && err.errcode === 'M_UNRECOGNIZED')) throw err;
+      await this.raw(destination, 'send_leave', request('v1'));
+    }
+  }
+
+  /** PUT /invite (v2; v1 where v2 is unknown): the invite countersigned by the invitee's server. */
+  async invite(destination: string, roomId: string, eventId: string, pdu: Pdu, version: string, strippedState: JsonObject[]): Promise<unknown> {
+    const path = (v: 'v1' | 'v2') => `/federation/${v}/invite/${enc(roomId)}/${enc(eventId)}`;
+    let answer: unknown;
+    try {
+      answer = await this.raw(destination, 'the invite', {
+        destination,
+        method: 'PUT',
+        path: path('v2'),
+        body: { event: pdu as unknown as JsonValue, room_version: version, invite_room_state: strippedState },
+        timeoutMs: MAKE_TIMEOUT_MS,
+      });
+    } catch (err) {
+      if (!(err instanceof HearthError && err.status === 404 && err.errcode === 'M_UNRECOGNIZED')) throw err;
+      const unsigned = { ...(isJsonObject(pdu.unsigned) ? pdu.unsigned : {}), invite_room_state: strippedState };
+      const wrapped = await this.raw(destination, 'the invite', { destination, method: 'PUT', path: path('v1'), body: { ...(pdu as unknown as JsonObject), unsigned }, timeoutMs: MAKE_TIMEOUT_MS });
+      answer = Array.isArray(wrapped) ? wrapped[1] : undefined;
+    }
+    const event = isJsonObject(answer) ? answer['event'] : undefined;
+    if (!isJsonObject(event)) throw new HearthError(502, 'M_UNKNOWN', `${destination} answered the invite without the event`);
+    return event;
   }
 
   private async call(destination: string, what: string, req: FederationRequest): Promise<Record<string, unknown>> {

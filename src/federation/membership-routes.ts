@@ -1,5 +1,6 @@
 // Joins and leaves through this server (server-server API, "Joining Rooms", "Leaving Rooms
-// (Rejections)"): make_join / send_join (v1, v2) and make_leave / send_leave (v1, v2). The room
+// (Rejections)", "Inviting to a room"): make_join / send_join (v1, v2), make_leave / send_leave (v1,
+// v2), and invites of this server's users (v1, v2). The room
 // server builds the templates and receives the signed events (rooms/perform/remote-membership.ts);
 // these routes read the parameters and shape the answers: v1 send_* answers `[200, body]`, a
 // leftover of the first protocol version.
@@ -9,7 +10,7 @@ import { HearthError } from '../protocol/errors.js';
 import type { RoomService } from '../rooms/service.js';
 
 export interface MembershipRoutesDeps {
-  readonly rooms: Pick<RoomService, 'makeMembershipForServer' | 'sendMembershipForServer'>;
+  readonly rooms: Pick<RoomService, 'makeMembershipForServer' | 'sendMembershipForServer' | 'inviteFromServer'>;
 }
 
 /** One member event of at most 64 KiB, with room to spare for the JSON around it. */
@@ -55,5 +56,28 @@ export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef
       return { body: version === 'v1' ? [200, answer] : answer };
     },
   });
-  return [make('join'), send('join', 'v1'), send('join', 'v2'), make('leave'), send('leave', 'v1'), send('leave', 'v2')];
+  // PUT /invite: v2 wraps the event with the room's version and stripped state; v1 sends the bare
+  // event (the stripped state in its unsigned) and is answered `[200, {event}]`.
+  const invite = (version: 'v1' | 'v2'): RouteDef => ({
+    method: 'PUT',
+    api: 'federation',
+    versions: [version],
+    path: '/invite/:roomId/:eventId',
+    auth: 'server',
+    bodyLimit: MEMBER_EVENT_BODY_LIMIT,
+    allowNulInBodyStrings: true,
+    handler: async (req) => {
+      const b = req.body;
+      if (typeof b !== 'object' || b === null || Array.isArray(b)) throw HearthError.badJson('The body must be a JSON object');
+      const fields = b as Record<string, unknown>;
+      const unsigned = fields['unsigned'];
+      const body =
+        version === 'v2'
+          ? { event: fields['event'], roomVersion: fields['room_version'], strippedState: fields['invite_room_state'] }
+          : { event: fields, strippedState: typeof unsigned === 'object' && unsigned !== null ? (unsigned as Record<string, unknown>)['invite_room_state'] : undefined };
+      const event = await rooms.inviteFromServer(req.origin!, req.params['roomId']!, req.params['eventId']!, body);
+      return { body: version === 'v1' ? [200, { event }] : { event } };
+    },
+  });
+  return [make('join'), send('join', 'v1'), send('join', 'v2'), make('leave'), send('leave', 'v1'), send('leave', 'v2'), invite('v1'), invite('v2')];
 }

@@ -236,10 +236,10 @@ export class RoomCore {
   }
 
   /**
-   * Stores this server's join decided on a resident server's answer (input/join-answer.ts); the
-   * head, new when the room was, is the room's from then on.
+   * Stores an event decided on a head that may be new to the core (a join through another server,
+   * an out-of-band invite); the head is the room's from then on.
    */
-  async writeJoined(head: RoomHead, join: PersistEvent): Promise<string> {
+  async writeOnNewHead(head: RoomHead, join: PersistEvent): Promise<string> {
     const id = await this.write(head, { events: [join] });
     this.remember(head);
     return id;

@@ -26,6 +26,10 @@ import { forgetRoom } from './perform/forget.js';
 import { inviteUser } from './perform/invite.js';
 import { joinRoom, type JoinOptions } from './perform/join.js';
 import { RemoteJoiner, type RemoteMembershipPort } from './perform/remote-join.js';
+import { inviteFromServer, inviteRemoteUser, isOutOfBand, rejectOutOfBand, type InviteFromServer, type RemoteInvitePort } from './perform/remote-invite.js';
+import { memberContent } from './perform/member-event.js';
+import { parseUserId } from '../protocol/ids/user-id.js';
+import type { KeyRing } from './input/key-ring.js';
 import { backwardExtremities, joinedServers } from '../storage/rooms/graph.js';
 import { kickUser } from './perform/kick.js';
 import { knockRoom } from './perform/knock.js';
@@ -85,6 +89,8 @@ export class RoomService {
   /** Another server's alias, asked of that server (federation); undefined: unknown there. */
   private readonly remoteAlias: ((alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>) | undefined;
 
+  private readonly keyRing: KeyRing;
+  private readonly remoteMembership: (RemoteMembershipPort & RemoteInvitePort) | undefined;
   /** History this server lacks is asked of other servers (federation). */
   private readonly backfills: boolean;
   /** Joins through other servers; undefined without federation. */
@@ -94,15 +100,17 @@ export class RoomService {
     deps: RoomServiceDeps & {
       readonly ignoredUsers?: IgnoredUsersOf;
       readonly remoteAlias?: (alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>;
-      /** make_join and send_join asked of other servers (federation). */
-      readonly remoteMembership?: RemoteMembershipPort;
+      /** Joins, leaves and invites asked of other servers (federation). */
+      readonly remoteMembership?: RemoteMembershipPort & RemoteInvitePort;
       /** Paging back past the history this server has backfills through `remoteEvents` (federation). */
       readonly backfillWhenPaging?: boolean;
     },
   ) {
     this.core = new RoomCore(deps);
+    this.keyRing = deps.keyRing ?? new StaticKeyRing();
+    this.remoteMembership = deps.remoteMembership;
     this.backfills = deps.backfillWhenPaging === true && deps.remoteEvents !== undefined;
-    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, deps.keyRing ?? new StaticKeyRing(), deps.remoteMembership);
+    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, this.keyRing, deps.remoteMembership);
     this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
@@ -149,12 +157,27 @@ export class RoomService {
     return joinRoom(this.core, actor, roomIdOrAlias, options, remote);
   }
 
-  leave(actor: Actor, roomId: string, options: { reason?: string } = {}): Promise<void> {
+  /** Leaves a room; an invite to a room this server is not in is rejected through the inviter's server. */
+  async leave(actor: Actor, roomId: string, options: { reason?: string } = {}): Promise<void> {
+    const head = this.remoteMembership === undefined ? undefined : await this.core.findHead(roomId);
+    if (head !== undefined && isOutOfBand(head)) {
+      const content: JsonObject = options.reason === undefined ? {} : { reason: options.reason };
+      return rejectOutOfBand(this.core, this.keyRing, this.remoteMembership!, roomId, actor.userId, content);
+    }
     return leaveRoom(this.core, actor, roomId, options);
   }
 
-  invite(actor: Actor, roomId: string, userId: string, options: { reason?: string; isDirect?: boolean } = {}): Promise<void> {
-    return inviteUser(this.core, actor, roomId, userId, options);
+  /** Invites a user; another server's user is invited through their server (with federation). */
+  async invite(actor: Actor, roomId: string, userId: string, options: { reason?: string; isDirect?: boolean } = {}): Promise<void> {
+    const target = parseUserId(userId);
+    if (this.remoteMembership === undefined || serverNameOf(target) === this.core.serverName) return inviteUser(this.core, actor, roomId, userId, options);
+    const content = await memberContent(this.core, target, 'invite', options);
+    return inviteRemoteUser(this.core, this.remoteMembership, (origin, pdus) => this.receive(origin, pdus), roomId, actor.userId, target, content);
+  }
+
+  /** PUT /invite from another server: the invite, checked, countersigned and stored. */
+  inviteFromServer(origin: string, roomId: string, eventId: string, body: InviteFromServer): Promise<Pdu> {
+    return inviteFromServer(this.core, this.keyRing, (o, pdus) => this.receive(o, pdus), origin, roomId, eventId, body);
   }
 
   kick(actor: Actor, roomId: string, userId: string, options: { reason?: string } = {}): Promise<void> {

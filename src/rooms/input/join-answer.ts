@@ -124,7 +124,7 @@ export async function receiveJoinAnswer(core: RoomCore, keyRing: KeyRing, reside
       joinedThrough: true,
     });
     const write = known === undefined ? unit : { ...unit, upgradesOutlier: true };
-    return { unit, stored: core.writeJoined(current, write) };
+    return { unit, stored: core.writeOnNewHead(current, write) };
   });
   await decided.stored;
   const reason = decided.unit.rejectionReason;

@@ -1,8 +1,9 @@
 // Joining a room by id or alias. A join that repeats the user's current member event stores
 // nothing. Guests join only rooms whose m.room.guest_access is can_join.
 // A room this server is in is joined here; one it is not in (unknown here, or every local member
-// has left) is joined through a server that is (remote-join.ts): those the client names (`via`),
-// those the alias's server names, the room id's server, and those last known to be in the room.
+// has left) is joined through a server that is (remote-join.ts): the inviter's, those the client
+// names (`via`), those the alias's server names, the room id's server, and those last known to be
+// in the room.
 
 import { HearthError } from '../../protocol/errors.js';
 import { parseRoomAlias, parseRoomId, serverNameOf } from '../../protocol/ids.js';
@@ -14,6 +15,7 @@ import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
 import { resolveRoomIdOrAlias } from './alias-target.js';
 import type { RemoteJoiner } from './remote-join.js';
+import { inviterServerOf } from './remote-invite.js';
 
 export interface JoinOptions {
   readonly reason?: string;
@@ -42,7 +44,7 @@ export async function joinRoom(
     guest: actor.isGuest === true,
   });
   if (remote !== undefined) {
-    const target = await remoteTarget(core, remote, roomIdOrAlias, options.via ?? []);
+    const target = await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
     if (target.servers !== undefined) {
       await remote.joiner.join(actor.userId, target.roomId, target.servers, content);
       return { roomId: target.roomId };
@@ -65,6 +67,7 @@ export async function joinRoom(
 async function remoteTarget(
   core: RoomCore,
   remote: RemoteJoins,
+  userId: string,
   roomIdOrAlias: string,
   via: readonly string[],
 ): Promise<{ roomId: string; servers?: string[] }> {
@@ -82,6 +85,8 @@ async function remoteTarget(
   const head = await core.findHead(roomId);
   if (head?.roomNid !== undefined) {
     if (await serverJoinedNow(core.db, head.roomNid, core.serverName)) return { roomId };
+    const inviter = await inviterServerOf(head, userId);
+    if (inviter !== undefined) servers.unshift(inviter);
     servers.push(...(await joinedServers(core.db, head.roomNid)));
   }
   servers.push(serverNameOf(roomId));

@@ -21,6 +21,10 @@ export interface RemoteMembershipPort {
   makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]): Promise<{ roomVersion: string; event: JsonObject }>;
   /** PUT /send_join (v2, v1 where v2 is unknown); throws as makeJoin does. */
   sendJoin(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<{ state: unknown[]; authChain: unknown[]; event?: unknown }>;
+  /** GET /make_leave; throws as makeJoin does. */
+  makeLeave(destination: string, roomId: string, userId: string): Promise<{ roomVersion: string; event: JsonObject }>;
+  /** PUT /send_leave (v2, v1 where v2 is unknown); throws as makeJoin does. */
+  sendLeave(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<void>;
 }
 
 /** Errors after which the next server is tried; any other is the answer. */
