@@ -16,6 +16,7 @@ import { setForwardExtremities } from '../storage/rooms/extremities.js';
 import { addBackwardExtremities, allocateBackfillPositions, removeBackwardExtremities, type NewStateDelta } from '../storage/rooms/graph.js';
 import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
 import type { NewMembership } from '../storage/rooms/memberships.js';
+import type { JoinedServerChange } from '../storage/rooms/graph.js';
 import type { SnapshotInfo, StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { StateWrites } from '../storage/rooms/state-writes.js';
 import type { EventRef, RoomHead, SnapshotRef } from './head.js';
@@ -305,7 +306,7 @@ async function writeStateChanges(
 ): Promise<void> {
   const deltas: NewStateDelta[] = [];
   const members = new Map<string, NewMembership | { readonly roomNid: number; readonly userId: string; readonly membership: undefined }>();
-  const servers = new Map<number, Map<string, number>>();
+  const servers = new Map<number, Map<string, JoinedServerChange>>();
   for (const e of events) {
     const changes = e.currentState?.changes ?? [];
     if (changes.length === 0) continue;
@@ -328,7 +329,7 @@ async function writeStateChanges(
       if (change === 0) continue;
       let ofRoom = servers.get(roomNid);
       if (ofRoom === undefined) servers.set(roomNid, (ofRoom = new Map()));
-      ofRoom.set(server, (ofRoom.get(server) ?? 0) + change);
+      ofRoom.set(server, { change: (ofRoom.get(server)?.change ?? 0) + change, position });
     }
   }
   await writes.stateDeltas(deltas);

@@ -206,20 +206,26 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(after, events);
     });
 
-    test('joined servers: counts adjusted per server, rows at 0 removed', async () => {
-      await db().transaction().execute((trx) => adjustJoinedServers(trx, roomA, new Map([['hs', 2], ['remote.example', 1], ['zero.example', 0]])));
-      await adjustJoinedServers(db(), roomB, new Map([['hs', 1]]));
+    test('joined servers: counts adjusted per server, rows at 0 removed, each joined since its first join', async () => {
+      const at = (position: number, entries: [string, number][]) => new Map(entries.map(([s, change]) => [s, { change, position }]));
+      await db().transaction().execute((trx) => adjustJoinedServers(trx, roomA, at(10, [['hs', 2], ['remote.example', 1], ['zero.example', 0]])));
+      await adjustJoinedServers(db(), roomB, at(11, [['hs', 1]]));
       assert.deepEqual(await joinedServers(db(), roomA), ['hs', 'remote.example']);
-      await adjustJoinedServers(db(), roomA, new Map([['hs', -1], ['remote.example', -1], ['other.example', 3], ['never.example', -1]]));
+      await adjustJoinedServers(db(), roomA, at(12, [['hs', -1], ['remote.example', -1], ['other.example', 3], ['never.example', -1]]));
       assert.deepEqual(await joinedServers(db(), roomA), ['hs', 'other.example']);
-      const rows = await db().selectFrom('room_joined_servers').select(['server_name', 'joined_members']).where('room_nid', '=', roomA).orderBy('server_name').execute();
-      assert.deepEqual(rows.map((r) => [r.server_name, r.joined_members]), [
-        ['hs', 1],
-        ['other.example', 3],
+      const rows = await db().selectFrom('room_joined_servers').select(['server_name', 'joined_members', 'joined_since']).where('room_nid', '=', roomA).orderBy('server_name').execute();
+      assert.deepEqual(rows.map((r) => [r.server_name, r.joined_members, Number(r.joined_since)]), [
+        ['hs', 1, 10],
+        ['other.example', 3, 12],
       ]);
-      await adjustJoinedServers(db(), roomA, new Map([['hs', -1], ['other.example', -3]]));
+      await adjustJoinedServers(db(), roomA, at(13, [['hs', -1], ['other.example', -3]]));
       assert.deepEqual(await joinedServers(db(), roomA), []);
       assert.deepEqual(await joinedServers(db(), roomB), ['hs']);
+      // Back after leaving: joined since the return.
+      await adjustJoinedServers(db(), roomA, at(14, [['other.example', 1]]));
+      const back = await db().selectFrom('room_joined_servers').select('joined_since').where('room_nid', '=', roomA).executeTakeFirst();
+      assert.equal(Number(back?.joined_since), 14);
+      await adjustJoinedServers(db(), roomA, at(15, [['other.example', -1]]));
       await adjustJoinedServers(db(), roomA, new Map());
     });
 

@@ -1,5 +1,5 @@
 // What the federation sender reads: the servers to send to, and this server's own events in the
-// rooms each of them is joined to, in stream order. A member event about a server's user (a kick,
+// rooms each of them is joined to, from after it joined, in stream order. A member event about a server's user (a kick,
 // a ban, a leave) goes to that server too, joined or not: it must learn it is out.
 
 import type { Kysely } from 'kysely';
@@ -38,7 +38,12 @@ function forDestination(db: Kysely<Schema>, destination: string, ourServer: stri
     .leftJoin('room_joined_servers as j', (join) => join.onRef('j.room_nid', '=', 'e.room_nid').on('j.server_name', '=', destination))
     .where('e.stream_ordering', '>', after)
     .where('e.sender', 'like', senderOf(ourServer))
-    .where((eb) => eb.or([eb('j.room_nid', 'is not', null), eb.and([eb('e.type', '=', 'm.room.member'), eb('e.state_key', 'like', senderOf(destination))])]));
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('j.room_nid', 'is not', null), eb('e.stream_ordering', '>', eb.ref('j.joined_since'))]),
+        eb.and([eb('e.type', '=', 'm.room.member'), eb('e.state_key', 'like', senderOf(destination))]),
+      ]),
+    );
 }
 
 /**

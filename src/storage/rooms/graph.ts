@@ -237,14 +237,23 @@ export async function reserveBackfillPositions(db: Kysely<Schema>, count: number
   return db.transaction().execute((trx) => allocateBackfillPositions(trx, count));
 }
 
-/** Adds each server's change of joined members in a room; servers left with none are removed. */
-export async function adjustJoinedServers(trx: Kysely<Schema>, roomNid: number, deltas: ReadonlyMap<string, number>): Promise<void> {
-  const changes = [...deltas].filter(([, d]) => d !== 0);
+/** A server's change of joined members in a room, and the position of the last event making it. */
+export interface JoinedServerChange {
+  readonly change: number;
+  readonly position: number;
+}
+
+/**
+ * Adds each server's change of joined members in a room; servers left with none are removed. A
+ * server new to the room is joined since the change's position.
+ */
+export async function adjustJoinedServers(trx: Kysely<Schema>, roomNid: number, deltas: ReadonlyMap<string, JoinedServerChange>): Promise<void> {
+  const changes = [...deltas].filter(([, d]) => d.change !== 0);
   if (changes.length === 0) return;
   for (const part of chunks(changes, ROWS_PER_INSERT)) {
     await trx
       .insertInto('room_joined_servers')
-      .values(part.map(([server, d]) => ({ room_nid: roomNid, server_name: server, joined_members: d })))
+      .values(part.map(([server, d]) => ({ room_nid: roomNid, server_name: server, joined_members: d.change, joined_since: d.position })))
       .onConflict((oc) =>
         oc.columns(['room_nid', 'server_name']).doUpdateSet({
           joined_members: sql<number>`room_joined_servers.joined_members + excluded.joined_members`,

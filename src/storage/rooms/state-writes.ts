@@ -8,6 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Schema } from '../schema.js';
 import { adjustJoinedServers, insertStateDeltas, type NewStateDelta } from './graph.js';
 import { deleteMemberships, upsertMemberships, type NewMembership } from './memberships.js';
+import type { JoinedServerChange } from './graph.js';
 import { updateRoomSummary, type RoomSummaryUpdate } from './rooms.js';
 import { insertSnapshotEntries, insertSnapshotRow, type SnapshotEntry, type SnapshotInfo } from './state-snapshots.js';
 
@@ -18,7 +19,7 @@ export interface StateWrites {
   stateDeltas(rows: readonly NewStateDelta[]): void | Promise<void>;
   upsertMemberships(rows: readonly NewMembership[]): void | Promise<void>;
   deleteMemberships(roomNid: number, userIds: readonly string[]): void | Promise<void>;
-  adjustJoinedServers(roomNid: number, deltas: ReadonlyMap<string, number>): void | Promise<void>;
+  adjustJoinedServers(roomNid: number, deltas: ReadonlyMap<string, JoinedServerChange>): void | Promise<void>;
   updateRoomSummary(roomNid: number, update: RoomSummaryUpdate): void | Promise<void>;
 }
 
@@ -60,7 +61,7 @@ export class SqliteStateWrites implements StateWrites {
     );
     this.memberGone = sqlite.prepare('delete from room_memberships where room_nid = ? and user_id = ?');
     this.servers = sqlite.prepare(
-      `insert into room_joined_servers (room_nid, server_name, joined_members) values (?, ?, ?)
+      `insert into room_joined_servers (room_nid, server_name, joined_members, joined_since) values (?, ?, ?, ?)
        on conflict (room_nid, server_name) do update set joined_members = room_joined_servers.joined_members + excluded.joined_members`,
     );
     this.serversGone = sqlite.prepare('delete from room_joined_servers where room_nid = ? and joined_members <= 0');
@@ -90,11 +91,11 @@ export class SqliteStateWrites implements StateWrites {
     for (const u of userIds) this.memberGone.run(roomNid, u);
   }
 
-  adjustJoinedServers(roomNid: number, deltas: ReadonlyMap<string, number>): void {
+  adjustJoinedServers(roomNid: number, deltas: ReadonlyMap<string, JoinedServerChange>): void {
     let changed = false;
     for (const [server, d] of deltas) {
-      if (d === 0) continue;
-      this.servers.run(roomNid, server, d);
+      if (d.change === 0) continue;
+      this.servers.run(roomNid, server, d.change, d.position);
       changed = true;
     }
     if (changed) this.serversGone.run(roomNid);

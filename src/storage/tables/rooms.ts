@@ -1,6 +1,6 @@
 // Rooms, events and room state (migrations 003 and 009). Booleans are 0/1 integers; JSON is stored as text.
 
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 export interface RoomsTable {
   room_nid: Generated<number>;
@@ -147,6 +147,8 @@ export interface RoomJoinedServersTable {
   room_nid: number;
   server_name: string;
   joined_members: number;
+  /** The events-stream position at which the server's first joined member joined (0: before migration 013). */
+  joined_since: ColumnType<number, number | undefined, number>;
 }
 
 export interface RoomAliasesTable {
