@@ -27,6 +27,7 @@ import { InProcessBus } from './streams/in-process-bus.js';
 import { DeviceListTracker } from './sync/device-lists.js';
 import { SyncService } from './sync/sync-service.js';
 import { roomRoutes } from './client/rooms/index.js';
+import { withRemoteDirectory } from './client/directory/remote-public-rooms.js';
 import { syncRoutes } from './client/sync/index.js';
 import { userDataRoutes } from './client/user-data/index.js';
 import { ErasedUsers } from './rooms/erased-users.js';
@@ -61,7 +62,8 @@ import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
-import { remoteAlias, remoteProfile } from './federation/remote-queries.js';
+import { remoteKeys } from './federation/remote-keys.js';
+import { remoteAlias, remoteProfile, remotePublicRooms } from './federation/remote-queries.js';
 import { FederationMembership } from './federation/membership-client.js';
 import { federationUserRoutes } from './federation/user-routes.js';
 import { FederationRemoteEvents } from './federation/remote-events.js';
@@ -257,7 +259,14 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     usersInPublicRooms: () => usersInPublicRooms(db),
   });
   const crossSigning = new CrossSigningService({ db, notifier, serverName, usersSharingRooms: sharing, uia: passwordAuth(db, serverName) });
-  const deviceKeys = new DeviceKeyService({ db, notifier, serverName, usersSharingRooms: sharing, crossSigning });
+  const deviceKeys = new DeviceKeyService({
+    db,
+    notifier,
+    serverName,
+    usersSharingRooms: sharing,
+    crossSigning,
+    ...(federation !== undefined ? { remoteKeys: remoteKeys(federation.client) } : {}),
+  });
   const backups = new KeyBackupService({ db });
   const deviceLists = new DeviceListTracker({ db, reader: roomService.reader, notifier });
   // The device change is committed by then: a failure to announce it must not fail the request.
@@ -303,7 +312,16 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     },
     { name: 'health', routes: healthRoutes({ probe: databaseProbe(core.db as Kysely<unknown>) }) },
     { name: 'accounts', routes: accountRoutes({ accounts }), authenticate: accounts.authenticate },
-    { name: 'rooms', routes: roomRoutes({ rooms: roomService }) },
+    {
+      name: 'rooms',
+      routes:
+        federation === undefined
+          ? roomRoutes({ rooms: roomService })
+          : withRemoteDirectory(roomRoutes({ rooms: roomService }), {
+              serverName,
+              publicRooms: (server, request) => remotePublicRooms(federation.client, server, request),
+            }),
+    },
     {
       name: 'user-data',
       routes: userDataRoutes({ profiles, accountData, filters, typing, receipts, toDevice, presence, userDirectory, pushRules }),

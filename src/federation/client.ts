@@ -240,13 +240,20 @@ export class FederationClient {
     const limit = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
     const where = `${target.host}:${target.port}`;
     try {
-      const res = await (await this.pool(target)).request({
+      const pending = (await this.pool(target)).request({
         path: uri,
         method: req.method,
         headers,
         body: payload ?? null,
         // The deadline's signal bounds connecting, headers and body together.
         signal: deadline.signal,
+      });
+      // Undici acts on the signal only once the request has a connection: one still connecting (a
+      // peer that accepts and never completes TLS) would wait out the connect timeout instead. It
+      // is given up here at the deadline, and whatever it answers later is dropped.
+      const res = await race(pending, deadline).catch((err: unknown) => {
+        if (deadline.signal.aborted) pending.then((late) => late.body.destroy(), () => undefined);
+        throw err;
       });
       const length = Number(res.headers['content-length']);
       const text = length > limit ? undefined : await readLimited(res.body, limit);

@@ -1,7 +1,8 @@
 // End-to-end encryption keys of local devices: device keys, one-time keys and fallback keys
 // (upload, query, claim), and the device_lists stream that tells the users sharing a room with a
 // user when that user's devices or keys change. /keys/query also carries what cross-signing
-// (users/cross-signing.ts) adds.
+// (users/cross-signing.ts) adds. Other servers' users' keys are asked of their servers through
+// the `remoteKeys` port (federation/remote-keys.ts), when there is one.
 
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -32,10 +33,44 @@ const MAX_KEYS_PER_UPLOAD = 1000;
 const MAX_QUERIED_USERS = 1000;
 const MAX_CLAIMED_DEVICES = 1000;
 const COUNTS_KEPT = 50_000;
+/** How long other servers are waited for unless the request says (`timeout`), and the most it may say. */
+const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
+const MAX_REMOTE_TIMEOUT_MS = 60_000;
 
 export interface KeyCounts {
   readonly oneTimeKeys: Record<string, number>;
   readonly unusedFallbacks: readonly string[];
+}
+
+/** What a server that could not be asked, or did not answer, is reported as: `{status, message}`. */
+export type RemoteKeyFailures = Record<string, JsonObject>;
+
+/**
+ * Other servers' users' keys, asked of their servers. Answers hold only the users and devices
+ * asked; a server that cannot be asked or does not answer in time is one of the failures (these
+ * never reject for it).
+ */
+export interface RemoteKeys {
+  /** Device keys and cross-signing keys: server → user → device IDs (none: every device). */
+  query(
+    wanted: ReadonlyMap<string, Record<string, string[]>>,
+    timeoutMs: number,
+  ): Promise<{
+    device_keys: Record<string, Record<string, JsonObject>>;
+    master_keys: Record<string, JsonObject>;
+    self_signing_keys: Record<string, JsonObject>;
+    failures: RemoteKeyFailures;
+  }>;
+  /** One-time keys: server → user → device → algorithm. */
+  claim(
+    wanted: ReadonlyMap<string, Record<string, Record<string, string>>>,
+    timeoutMs: number,
+  ): Promise<{ one_time_keys: Record<string, Record<string, JsonObject>>; failures: RemoteKeyFailures }>;
+}
+
+/** `timeout` given outside the body (Synapse reads it from the query string). */
+export interface RemoteWait {
+  readonly timeoutMs?: number;
 }
 
 export interface DeviceKeyServiceDeps {
@@ -46,6 +81,8 @@ export interface DeviceKeyServiceDeps {
   readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;
   /** Cross-signing keys and signatures for /keys/query; without it, none are reported. */
   readonly crossSigning?: Pick<CrossSigningService, 'keysForQuery'>;
+  /** Other servers' users' keys; without it (federation off), their servers are reported as failures. */
+  readonly remoteKeys?: RemoteKeys;
 }
 
 export interface KeyRequester {
@@ -108,16 +145,17 @@ export class DeviceKeyService {
   }
 
   /**
-   * POST /keys/query: the device keys of local users' devices and their cross-signing keys, with
-   * the signatures `requester` may see (remote servers are not reachable yet).
+   * POST /keys/query: the device keys of users' devices and their cross-signing keys, with the
+   * signatures `requester` may see. Each other server named is asked once, all at the same time.
    */
-  async query(requester: KeyRequester, body: JsonObject): Promise<JsonObject> {
-    checkTimeout(body);
+  async query(requester: KeyRequester, body: JsonObject, wait: RemoteWait = {}): Promise<JsonObject> {
+    const timeoutMs = remoteTimeout(body, wait);
     const wanted = body['device_keys'];
     if (!isJsonObject(wanted)) throw HearthError.badJson("'device_keys' must be an object");
     const entries = Object.entries(wanted);
     if (entries.length > MAX_QUERIED_USERS) throw HearthError.tooLarge(`At most ${MAX_QUERIED_USERS} users per query`);
-    const deviceKeys: Record<string, Record<string, JsonObject>> = {};
+    const local: [string, string[]][] = [];
+    const remote = new Map<string, Record<string, string[]>>();
     const failures: JsonObject = {};
     for (const [user, devices] of entries) {
       const userId = parseUserId(user);
@@ -125,11 +163,19 @@ export class DeviceKeyService {
         throw HearthError.badJson(`device_keys.${user} must be a list of device IDs`);
       }
       const server = serverNameOf(userId);
-      if (server !== this.deps.serverName) {
-        failures[server] = { status: 503, message: 'Federation is not available' };
-        continue;
+      if (server === this.deps.serverName) local.push([userId, devices as string[]]);
+      else if (this.deps.remoteKeys === undefined) failures[server] = { status: 503, message: 'Federation is not available' };
+      else {
+        const forServer = remote.get(server) ?? {};
+        forServer[userId] = devices as string[];
+        remote.set(server, forServer);
       }
-      const rows = await selectKeysOfDevices(this.deps.db, userId, devices.length === 0 ? undefined : (devices as string[]));
+    }
+    // Other servers are waited for while the local keys are read.
+    const asked = remote.size > 0 ? this.deps.remoteKeys?.query(remote, timeoutMs) : undefined;
+    const deviceKeys: Record<string, Record<string, JsonObject>> = {};
+    for (const [userId, devices] of local) {
+      const rows = await selectKeysOfDevices(this.deps.db, userId, devices.length === 0 ? undefined : devices);
       const byDevice: Record<string, JsonObject> = {};
       for (const r of rows) {
         const unsigned = isJsonObject(r.keys['unsigned']) ? r.keys['unsigned'] : {};
@@ -143,15 +189,24 @@ export class DeviceKeyService {
     const crossSigning = this.deps.crossSigning
       ? await this.deps.crossSigning.keysForQuery(requester.userId, Object.keys(deviceKeys), deviceKeys)
       : { master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+    if (asked !== undefined) {
+      const answer = await asked;
+      Object.assign(deviceKeys, answer.device_keys);
+      Object.assign(crossSigning.master_keys, answer.master_keys);
+      Object.assign(crossSigning.self_signing_keys, answer.self_signing_keys);
+      Object.assign(failures, answer.failures);
+    }
     return { device_keys: deviceKeys, failures, ...crossSigning };
   }
 
   /** POST /keys/claim: one one-time key per device and algorithm, else the device's fallback key. */
-  async claim(body: JsonObject): Promise<JsonObject> {
-    checkTimeout(body);
+  async claim(body: JsonObject, wait: RemoteWait = {}): Promise<JsonObject> {
+    const timeoutMs = remoteTimeout(body, wait);
     const wanted = body['one_time_keys'];
     if (!isJsonObject(wanted)) throw HearthError.badJson("'one_time_keys' must be an object");
     const requests: { userId: string; deviceId: string; algorithm: string }[] = [];
+    const remote = new Map<string, Record<string, Record<string, string>>>();
+    let remoteDevices = 0;
     const failures: JsonObject = {};
     for (const [user, devices] of Object.entries(wanted)) {
       const userId = parseUserId(user);
@@ -159,11 +214,18 @@ export class DeviceKeyService {
       for (const [deviceId, algorithm] of Object.entries(devices)) {
         if (typeof algorithm !== 'string') throw HearthError.badJson(`one_time_keys.${user}.${deviceId} must be an algorithm name`);
         const server = serverNameOf(userId);
-        if (server !== this.deps.serverName) failures[server] = { status: 503, message: 'Federation is not available' };
-        else requests.push({ userId, deviceId, algorithm });
+        if (server === this.deps.serverName) requests.push({ userId, deviceId, algorithm });
+        else if (this.deps.remoteKeys === undefined) failures[server] = { status: 503, message: 'Federation is not available' };
+        else {
+          const forServer = remote.get(server) ?? {};
+          (forServer[userId] ??= {})[deviceId] = algorithm;
+          remote.set(server, forServer);
+          remoteDevices++;
+        }
       }
     }
-    if (requests.length > MAX_CLAIMED_DEVICES) throw HearthError.tooLarge(`At most ${MAX_CLAIMED_DEVICES} devices per claim`);
+    if (requests.length + remoteDevices > MAX_CLAIMED_DEVICES) throw HearthError.tooLarge(`At most ${MAX_CLAIMED_DEVICES} devices per claim`);
+    const asked = remote.size > 0 ? this.deps.remoteKeys?.claim(remote, timeoutMs) : undefined;
     const oneTimeKeys: Record<string, JsonObject> = {};
     for (const { userId, deviceId, algorithm } of requests) {
       const key = await this.deps.db.transaction().execute(
@@ -173,6 +235,11 @@ export class DeviceKeyService {
       this.counts.delete(countKey(userId, deviceId));
       const forUser = (oneTimeKeys[userId] ??= {});
       forUser[deviceId] = { [`${key.algorithm}:${key.keyId}`]: key.key };
+    }
+    if (asked !== undefined) {
+      const answer = await asked;
+      Object.assign(oneTimeKeys, answer.one_time_keys);
+      Object.assign(failures, answer.failures);
     }
     return { one_time_keys: oneTimeKeys, failures };
   }
@@ -245,10 +312,15 @@ function checkDeviceKeys(keys: JsonValue, userId: string, deviceId: string): ass
   if (keys['device_id'] !== deviceId) throw HearthError.badJson("device_keys.device_id does not match the requester's device");
 }
 
-/** `timeout` (milliseconds to wait for remote servers), where the spec has it: an integer. */
-function checkTimeout(body: JsonObject): void {
+/**
+ * How long to wait for other servers: `timeout` (milliseconds) where the spec has it, in the body
+ * (an integer), else as given outside it, else the default; never more than the cap.
+ */
+function remoteTimeout(body: JsonObject, wait: RemoteWait): number {
   const timeout = body['timeout'];
   if (timeout !== undefined && !Number.isSafeInteger(timeout)) throw HearthError.badJson("'timeout' must be an integer");
+  const asked = typeof timeout === 'number' ? timeout : (wait.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS);
+  return Math.min(Math.max(asked, 0), MAX_REMOTE_TIMEOUT_MS);
 }
 
 function isStringMap(v: JsonValue | undefined): boolean {

@@ -17,10 +17,15 @@ function queryString(req: HttpRequest, key: string): string | undefined {
   return v === '' ? undefined : v;
 }
 
-/** The `timeout` query parameter Synapse reads on /keys/query and /keys/claim: a non-negative integer. */
-function checkTimeoutParam(req: HttpRequest): void {
+/**
+ * The `timeout` query parameter Synapse reads on /keys/query and /keys/claim: a non-negative
+ * integer, how long to wait for other servers (the body's `timeout`, the spec's, comes first).
+ */
+function timeoutParam(req: HttpRequest): { timeoutMs?: number } {
   const v = queryString(req, 'timeout');
-  if (v !== undefined && !/^[0-9]{1,15}$/.test(v)) throw HearthError.invalidParam("Query parameter 'timeout' must be a non-negative integer");
+  if (v === undefined) return {};
+  if (!/^[0-9]{1,15}$/.test(v)) throw HearthError.invalidParam("Query parameter 'timeout' must be a non-negative integer");
+  return { timeoutMs: Number(v) };
 }
 
 export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: DeviceListTracker; crossSigning: CrossSigningService }): RouteDef[] {
@@ -42,8 +47,8 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
       auth: 'guest',
       handler: async (req) => {
         const requester = requesterOf(req);
-        checkTimeoutParam(req);
-        return { body: await deviceKeys.query(requester, body(req)) };
+        const wait = timeoutParam(req);
+        return { body: await deviceKeys.query(requester, body(req), wait) };
       },
     },
     {
@@ -54,8 +59,8 @@ export function keyRoutes(deps: { deviceKeys: DeviceKeyService; deviceLists: Dev
       auth: 'guest',
       handler: async (req) => {
         requesterOf(req);
-        checkTimeoutParam(req);
-        return { body: await deviceKeys.claim(body(req)) };
+        const wait = timeoutParam(req);
+        return { body: await deviceKeys.claim(body(req), wait) };
       },
     },
     {
