@@ -13,11 +13,11 @@
 import type { Kysely } from 'kysely';
 import { authStateFromEvents, checkAuthEventsList } from '../../protocol/auth-events.js';
 import { checkEventAuth, redactionApplies } from '../../protocol/event-auth.js';
-import { referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey, type StateLookup } from '../../protocol/events.js';
+import { parseStateKey, referenceIds, stateKey, type Pdu, type RoomEvent, type StateKey, type StateLookup } from '../../protocol/events.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { resolveState } from '../../protocol/state-res/index.js';
 import type { Schema } from '../../storage/schema.js';
-import { getSnapshotInfo, readSnapshot } from '../../storage/rooms/state-snapshots.js';
+import { getSnapshotInfo, readSnapshot, readSnapshotsSubset, STATE_CHAIN_LIMIT } from '../../storage/rooms/state-snapshots.js';
 import { refOf } from '../head-loader.js';
 import { keysToDecide, redactedRoomEvent, snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from '../persist-event.js';
@@ -227,9 +227,14 @@ export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Cand
   if (!byAuthEvents.allowed) return reject(byAuthEvents.reason, null);
 
   // 5. The state before the event: its prev events' states, or the origin's answer for a gap.
+  // A message after one prev event reads only the keys its checks read: history in a big room
+  // is mostly messages, and its whole state would be read for each.
   await Promise.allSettled([...head.unwritten.values()]);
   const source = new StoredStateSource(deps.db, deps.reader, head, [c]);
-  const before = await stateBefore(deps, head, referenceIds(c.pdu.prev_events), g.stateOverride, source);
+  const prevIds = referenceIds(c.pdu.prev_events);
+  const wanted = base.stateKey === undefined ? keysToDecide(c.event, version) : [...keysToDecide(c.event, version), base.stateKey];
+  const partial = g.stateOverride === undefined ? await partialStateBefore(deps, head, prevIds, wanted) : undefined;
+  const before = partial ?? (await stateBefore(deps, head, prevIds, g.stateOverride, source));
   const byStateBefore = checkEventAuth(c.event, before.state, version);
   if (!byStateBefore.allowed) return reject(byStateBefore.reason, before.snapshot);
 
@@ -238,7 +243,8 @@ export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Cand
   if (base.stateKey !== undefined) {
     const prior = before.state.get(base.stateKey);
     if (prior !== undefined) unsigned = { replaces_state: prior.event_id, prev_content: prior.content, prev_sender: prior.sender };
-    snapshotAfter = snapshotOn(before.snapshot, [base.stateKey], new Map(before.refs).set(base.stateKey, c.ref));
+    // A partial state holds only the keys read: the state after is a one-key delta on it.
+    snapshotAfter = partial !== undefined ? oneKeyDelta(partial.snapshot!, base.stateKey, c.ref) : snapshotOn(before.snapshot, [base.stateKey], new Map(before.refs).set(base.stateKey, c.ref));
   }
 
   // 6 does not apply. A redaction in history still takes effect on its target.
@@ -276,6 +282,38 @@ async function redactionOf(
   const redactedCurrent =
     target.stateKey !== undefined && head.replaceStateEvent(stateKey(target.type, target.stateKey), redactedRoomEvent(targetEvent, head));
   return { redactionTarget: target.eventId, redactedCurrent };
+}
+
+/**
+ * Of the state before an event citing `prevIds`, only `keys` (their refs too): when all the prev
+ * events have one state after them; undefined otherwise (the whole state is needed).
+ */
+async function partialStateBefore(deps: DecideDeps, head: RoomHead, prevIds: readonly string[], keys: readonly StateKey[]): Promise<StateAt | undefined> {
+  const prevs = await deps.reader.events(prevIds);
+  if (prevs.size !== prevIds.length) return undefined;
+  const nids = new Set([...prevs.values()].map((e) => e.stateAfterNid));
+  if (nids.size !== 1) return undefined;
+  const nid = [...nids][0];
+  if (nid === undefined) return undefined;
+  const info = await getSnapshotInfo(deps.db, nid);
+  // A chain at its limit takes a full snapshot next, which needs the whole state.
+  if (info === undefined || info.chainLength + 1 > STATE_CHAIN_LIMIT) return undefined;
+  const subset = (await readSnapshotsSubset(deps.db, [nid], keys.map(parseStateKey))).get(nid) ?? new Map<StateKey, number>();
+  const events = await deps.reader.eventsByNids([...subset.values()]);
+  const state = new Map<StateKey, RoomEvent>();
+  const refs = new Map<StateKey, EventRef>();
+  for (const [key, eventNid] of subset) {
+    const e = events.get(eventNid);
+    if (e === undefined) return undefined;
+    state.set(key, authRoomEventOf(e));
+    refs.set(key, refOf(e, head.version));
+  }
+  return { state, refs, snapshot: storedSnapshot(info) };
+}
+
+/** `parent` with `key` set to `ref`: a delta of one entry. */
+function oneKeyDelta(parent: SnapshotRef, key: StateKey, ref: EventRef): SnapshotRef {
+  return { info: undefined, parent, chainLength: parent.chainLength + 1, keys: [key], entries: [[key, ref]] };
 }
 
 /** The state before an event citing `prevIds`: one prev event's state after, or several resolved. */
