@@ -57,6 +57,32 @@ export class FederationMembership implements RemoteMembershipPort, RemoteInviteP
     return { state: list(body['state']), authChain: list(body['auth_chain']), ...(body['event'] !== undefined ? { event: body['event'] } : {}) };
   }
 
+  async makeKnock(destination: string, roomId: string, userId: string, versions: readonly string[]) {
+    const body = await this.call(destination, 'make_knock', {
+      destination,
+      method: 'GET',
+      path: `/federation/v1/make_knock/${enc(roomId)}/${enc(userId)}`,
+      query: { ver: [...versions] },
+      timeoutMs: MAKE_TIMEOUT_MS,
+    });
+    const event = body['event'];
+    const roomVersion = body['room_version'];
+    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered make_knock without a template`);
+    return { roomVersion, event };
+  }
+
+  async sendKnock(destination: string, roomId: string, eventId: string, pdu: Pdu) {
+    const body = await this.call(destination, 'send_knock', {
+      destination,
+      method: 'PUT',
+      path: `/federation/v1/send_knock/${enc(roomId)}/${enc(eventId)}`,
+      body: pdu as unknown as JsonValue,
+      timeoutMs: MAKE_TIMEOUT_MS,
+    });
+    const state = body['knock_room_state'];
+    return { knockRoomState: Array.isArray(state) ? state.filter(isJsonObject) : [] };
+  }
+
   async makeLeave(destination: string, roomId: string, userId: string) {
     const body = await this.call(destination, 'make_leave', {
       destination,

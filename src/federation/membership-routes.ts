@@ -1,6 +1,6 @@
 // Joins and leaves through this server (server-server API, "Joining Rooms", "Leaving Rooms
 // (Rejections)", "Inviting to a room"): make_join / send_join (v1, v2), make_leave / send_leave (v1,
-// v2), and invites of this server's users (v1, v2). The room
+// v2), make_knock / send_knock (v1), and invites of this server's users (v1, v2). The room
 // server builds the templates and receives the signed events (rooms/perform/remote-membership.ts);
 // these routes read the parameters and shape the answers: v1 send_* answers `[200, body]`, a
 // leftover of the first protocol version.
@@ -25,7 +25,7 @@ function versions(req: HttpRequest): string[] | undefined {
 
 export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef[] {
   const { rooms } = deps;
-  const make = (membership: 'join' | 'leave'): RouteDef => ({
+  const make = (membership: 'join' | 'leave' | 'knock'): RouteDef => ({
     method: 'GET',
     api: 'federation',
     versions: ['v1'],
@@ -37,11 +37,11 @@ export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef
         req.params['roomId']!,
         req.params['userId']!,
         membership,
-        membership === 'join' ? versions(req) : undefined,
+        membership === 'leave' ? undefined : versions(req),
       ),
     }),
   });
-  const send = (membership: 'join' | 'leave', version: 'v1' | 'v2'): RouteDef => ({
+  const send = (membership: 'join' | 'leave' | 'knock', version: 'v1' | 'v2'): RouteDef => ({
     method: 'PUT',
     api: 'federation',
     versions: [version],
@@ -53,7 +53,8 @@ export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef
     handler: async (req) => {
       if (req.body === undefined || req.body === null) throw HearthError.badJson('The body must be the signed event');
       const answer = await rooms.sendMembershipForServer(req.origin!, req.params['roomId']!, req.params['eventId']!, req.body, membership);
-      return { body: version === 'v1' ? [200, answer] : answer };
+      // send_knock has only v1, and it is not wrapped.
+      return { body: version === 'v1' && membership !== 'knock' ? [200, answer] : answer };
     },
   });
   // PUT /invite: v2 wraps the event with the room's version and stripped state; v1 sends the bare
@@ -79,5 +80,5 @@ export function federationMembershipRoutes(deps: MembershipRoutesDeps): RouteDef
       return { body: version === 'v1' ? [200, { event }] : { event } };
     },
   });
-  return [make('join'), send('join', 'v1'), send('join', 'v2'), make('leave'), send('leave', 'v1'), send('leave', 'v2'), invite('v1'), invite('v2')];
+  return [make('join'), send('join', 'v1'), send('join', 'v2'), make('leave'), send('leave', 'v1'), send('leave', 'v2'), make('knock'), send('knock', 'v1'), invite('v1'), invite('v2')];
 }

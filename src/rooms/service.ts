@@ -24,7 +24,7 @@ import {
 } from './perform/directory.js';
 import { forgetRoom } from './perform/forget.js';
 import { inviteUser } from './perform/invite.js';
-import { joinRoom, type JoinOptions } from './perform/join.js';
+import { joinRoom, type JoinOptions, type RemoteJoins } from './perform/join.js';
 import { RemoteJoiner, type RemoteMembershipPort } from './perform/remote-join.js';
 import { inviteFromServer, inviteRemoteUser, isOutOfBand, rejectOutOfBand, type InviteFromServer, type RemoteInvitePort } from './perform/remote-invite.js';
 import { memberContent } from './perform/member-event.js';
@@ -42,6 +42,7 @@ import {
   type MembershipTemplate,
   type RemoteMembership,
   type SendJoinResponse,
+  type SendKnockResponse,
 } from './perform/remote-membership.js';
 import { sendMessageEvent, sendStateEvent } from './perform/send.js';
 import { eventContext, roomEvent, type EventContext } from './query/events.js';
@@ -75,7 +76,7 @@ import {
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
 export type { IgnoredUsersOf } from './query/messages.js';
-export type { MembershipTemplate, RemoteMembership, SendJoinResponse } from './perform/remote-membership.js';
+export type { MembershipTemplate, RemoteMembership, SendJoinResponse, SendKnockResponse } from './perform/remote-membership.js';
 export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';
 
 export class RoomService {
@@ -153,8 +154,11 @@ export class RoomService {
 
   /** Joins a room here, or through another server when this one is not in it (with federation). */
   join(actor: Actor, roomIdOrAlias: string, options: JoinOptions = {}): Promise<{ roomId: string }> {
-    const remote = this.joiner === undefined ? undefined : { joiner: this.joiner, resolveAlias: (alias: string) => this.resolveAlias(alias) };
-    return joinRoom(this.core, actor, roomIdOrAlias, options, remote);
+    return joinRoom(this.core, actor, roomIdOrAlias, options, this.remoteJoins());
+  }
+
+  private remoteJoins(): RemoteJoins | undefined {
+    return this.joiner === undefined ? undefined : { joiner: this.joiner, resolveAlias: (alias: string) => this.resolveAlias(alias) };
   }
 
   /** Leaves a room; an invite to a room this server is not in is rejected through the inviter's server. */
@@ -192,8 +196,9 @@ export class RoomService {
     return unbanUser(this.core, actor, roomId, userId, options);
   }
 
-  knock(actor: Actor, roomIdOrAlias: string, options: { reason?: string } = {}): Promise<{ roomId: string }> {
-    return knockRoom(this.core, actor, roomIdOrAlias, options);
+  /** Knocks on a room, through another server when this one is not in it (with federation). */
+  knock(actor: Actor, roomIdOrAlias: string, options: { reason?: string; via?: readonly string[] } = {}): Promise<{ roomId: string }> {
+    return knockRoom(this.core, actor, roomIdOrAlias, options, this.remoteJoins());
   }
 
   forget(actor: Actor, roomId: string): Promise<void> {
@@ -310,9 +315,9 @@ export class RoomService {
   }
 
   /**
-   * GET /make_join, /make_leave: a template member event for `userId` (a user of `origin`),
+   * GET /make_join, /make_leave, /make_knock: a template member event for `userId` (a user of `origin`),
    * neither hashed nor signed, that the auth rules allow now. `supportedVersions`: the origin's
-   * room versions (`ver`; default ['1']), checked for joins.
+   * room versions (`ver`; default ['1']), checked for joins and knocks.
    */
   makeMembershipForServer(
     origin: string,
@@ -325,13 +330,15 @@ export class RoomService {
   }
 
   /**
-   * PUT /send_join, /send_leave: the member event `origin` signed, received like any PDU; a join
-   * is answered with the state before it and its auth chain, a leave with {}.
+   * PUT /send_join, /send_leave, /send_knock: the member event `origin` signed, received like any
+   * PDU; a join is answered with the state before it and its auth chain, a knock with the room's
+   * stripped state, a leave with {}.
    */
   sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: 'join'): Promise<SendJoinResponse>;
   sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: 'leave'): Promise<Record<string, never>>;
-  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | Record<string, never>>;
-  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | Record<string, never>> {
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: 'knock'): Promise<SendKnockResponse>;
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | SendKnockResponse | Record<string, never>>;
+  sendMembershipForServer(origin: string, roomId: string, eventId: string, pdu: unknown, membership: RemoteMembership): Promise<SendJoinResponse | SendKnockResponse | Record<string, never>> {
     const deps = { core: this.core, serving: this.serving, receive: (o: string, pdus: readonly unknown[]) => this.receive(o, pdus) };
     return sendMembershipForServer(deps, origin, roomId, eventId, pdu, membership);
   }

@@ -220,6 +220,51 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(invites[privateId], undefined);
     });
 
+    test('a user of hs2 knocks on a room of hs1, is let in by an invite and joins; another withdraws a knock', async () => {
+      const frank = await hs2.registerUser('frank', 'frank-password');
+      const gina = await hs2.registerUser('gina', 'gina-password');
+      const created = await call(hs1, alice, 'POST', '/createRoom', {
+        preset: 'private_chat',
+        name: 'Knock here',
+        room_version: '10',
+        initial_state: [{ type: 'm.room.join_rules', state_key: '', content: { join_rule: 'knock' } }],
+      });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const knockId = created.body!['room_id'] as string;
+      const member = async (of: string) => {
+        const res = await call(hs1, alice, 'GET', `/rooms/${enc(knockId)}/state/m.room.member/${enc(of)}`);
+        return res.status === 200 ? (res.body!['membership'] as string) : `status ${res.status}`;
+      };
+
+      const knocked = await call(hs2, frank, 'POST', `/knock/${enc(knockId)}?via=hs1.test`, { reason: 'let me in' });
+      assert.equal(knocked.status, 200, JSON.stringify(knocked.body));
+      assert.equal(await member(frank.userId), 'knock');
+      // frank's sync shows the knock with the room's stripped state.
+      const sync = await call(hs2, frank, 'GET', '/sync');
+      const knock = ((sync.body!['rooms'] as JsonObject)['knock'] as JsonObject | undefined)?.[knockId] as JsonObject | undefined;
+      assert.ok(knock !== undefined, JSON.stringify(sync.body!['rooms']));
+      const stripped = (knock['knock_state'] as JsonObject)['events'] as JsonObject[];
+      assert.ok(stripped.some((e) => e['type'] === 'm.room.name' && (e['content'] as JsonObject)['name'] === 'Knock here'));
+
+      // alice lets frank in; he joins through hs1.
+      const invited = await call(hs1, alice, 'POST', `/rooms/${enc(knockId)}/invite`, { user_id: frank.userId });
+      assert.equal(invited.status, 200, JSON.stringify(invited.body));
+      const joined = await call(hs2, frank, 'POST', `/join/${enc(knockId)}`, {});
+      assert.equal(joined.status, 200, JSON.stringify(joined.body));
+      assert.equal(await member(frank.userId), 'join');
+
+      // gina knocks (hs2 is in the room now: the knock is sent like any event) and thinks better of it.
+      assert.equal((await call(hs2, gina, 'POST', `/knock/${enc(knockId)}?server_name=hs1.test`, {})).status, 200);
+      await eventually(async () => (await member(gina.userId)) === 'knock', 'gina’s knock on hs1', ARRIVES_MS);
+      const withdrawn = await call(hs2, gina, 'POST', `/rooms/${enc(knockId)}/leave`, {});
+      assert.equal(withdrawn.status, 200, JSON.stringify(withdrawn.body));
+      await eventually(async () => (await member(gina.userId)) === 'leave', 'gina’s withdrawal on hs1', ARRIVES_MS);
+
+      // A room that does not take knocks refuses them.
+      const refused = await call(hs2, gina, 'POST', `/knock/${enc(roomId)}?via=hs1.test`, {});
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    });
+
     test('joining what no server knows is 404, and through a server that cannot be reached 502', async () => {
       const unknownAlias = await call(hs2, bob, 'POST', `/join/${enc('#nowhere:hs1.test')}`, {});
       assert.equal(unknownAlias.status, 404, JSON.stringify(unknownAlias.body));

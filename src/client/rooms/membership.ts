@@ -20,13 +20,18 @@ function joinOptions(req: HttpRequest): JoinOptions {
   optionalObject(b, 'third_party_signed');
   const content: JsonObject = {};
   for (const [k, v] of Object.entries(b)) if (k !== 'reason' && k !== 'third_party_signed') content[k] = v;
-  // Servers to join through: `via` (spec 1.12) and the older `server_name`, both repeatable.
+  const via = viaOf(req);
+  return { ...(reason !== undefined ? { reason } : {}), content, ...(via.length > 0 ? { via } : {}) };
+}
+
+/** Servers to join or knock through: `via` (spec 1.12) and the older `server_name`, both repeatable. */
+function viaOf(req: HttpRequest): string[] {
   const via: string[] = [];
   for (const key of ['via', 'server_name']) {
     const v = req.query[key];
     for (const s of v === undefined ? [] : Array.isArray(v) ? v : [v]) if (s !== '' && !via.includes(s)) via.push(s);
   }
-  return { ...(reason !== undefined ? { reason } : {}), content, ...(via.length > 0 ? { via } : {}) };
+  return via;
 }
 
 export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
@@ -78,7 +83,8 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: ['v3'],
       path: '/knock/:roomIdOrAlias',
       handler: async (req) => {
-        const { roomId } = await rooms.knock(requester(req), param(req, 'roomIdOrAlias'), reason(body(req)));
+        const via = viaOf(req);
+        const { roomId } = await rooms.knock(requester(req), param(req, 'roomIdOrAlias'), { ...reason(body(req)), ...(via.length > 0 ? { via } : {}) });
         return { body: { room_id: roomId } };
       },
     },

@@ -64,7 +64,7 @@ export async function joinRoom(
  * The room and, when this server is not in it, the servers to join it through (undefined: join
  * here). A room this server never had and no server to ask is 404.
  */
-async function remoteTarget(
+export async function remoteTarget(
   core: RoomCore,
   remote: RemoteJoins,
   userId: string,

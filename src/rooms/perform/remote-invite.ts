@@ -14,7 +14,7 @@ import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
 import { referenceIds, stateKey, type EventReferences, type Pdu } from '../../protocol/events.js';
 import { computeEventId, hashAndSignEvent, hashAndSignEventWithId, type PduDraft } from '../../protocol/hashes.js';
-import { isUserOf, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
+import { isUserOf, parseRoomId, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../../protocol/room-versions.js';
 import { insertRoom, roomById } from '../../storage/rooms/rooms.js';
@@ -219,7 +219,7 @@ export async function storeOutOfBand(core: RoomCore, keyRing: KeyRing, roomId: s
 }
 
 /**
- * Rejects `userId`'s out-of-band invite: a leave made and sent through the inviter's server
+ * Rejects `userId`'s out-of-band invite (or withdraws a knock): a leave made and sent through the inviter's server
  * (make_leave, send_leave) when it answers, else one made here on the invite alone (the inviter's
  * server learns of it when it can); either way stored out of band, so the invite is gone here.
  */
@@ -234,9 +234,11 @@ export async function rejectOutOfBand(
   const head = await core.head(roomId);
   const version = head.version;
   const key = stateKey('m.room.member', userId);
-  const invite = (await head.read([key])).get(key);
-  if (invite?.content['membership'] !== 'invite') throw HearthError.forbidden(`You are not invited to room ${roomId}`);
-  const inviterServer = serverNameOf(tryParseUserId(invite.sender)!);
+  const current = (await head.read([key])).get(key);
+  const membership = current?.content['membership'];
+  if (current === undefined || (membership !== 'invite' && membership !== 'knock')) throw HearthError.forbidden(`You are not invited to room ${roomId}`);
+  // An invite is withdrawn through the inviter's server, a knock through the room's.
+  const inviterServer = membership === 'invite' ? serverNameOf(tryParseUserId(current.sender)!) : serverNameOf(parseRoomId(roomId));
   const fields = { room_id: roomId, sender: userId, type: 'm.room.member', state_key: userId, content: { ...content, membership: 'leave' } };
   const v1Id = () => (version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${core.serverName}` } : {});
   let leave: Pdu | undefined;

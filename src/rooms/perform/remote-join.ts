@@ -1,5 +1,5 @@
 // Joining a room through another server (server-server API, "Joining Rooms"), when this server is
-// not in the room: make_join on a server that is, the template filled in and signed here,
+// not in the room, and knocking on one ("Knocking upon a room"): make_join on a server that is, the template filled in and signed here,
 // send_join to the same server, and the answer received (input/join-answer.ts). Servers are tried
 // in turn: one that cannot be reached, does not know the room, or cannot authorise the join
 // gives way to the next; a refusal (not invited, banned, a version this server lacks) is the
@@ -14,6 +14,7 @@ import { getRoomVersion, roomVersions } from '../../protocol/room-versions.js';
 import type { RoomCore } from '../core.js';
 import { receiveJoinAnswer } from '../input/join-answer.js';
 import type { KeyRing } from '../input/key-ring.js';
+import { storeOutOfBand } from './remote-invite.js';
 
 /** What joining through other servers asks of them (federation implements it). */
 export interface RemoteMembershipPort {
@@ -21,6 +22,10 @@ export interface RemoteMembershipPort {
   makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]): Promise<{ roomVersion: string; event: JsonObject }>;
   /** PUT /send_join (v2, v1 where v2 is unknown); throws as makeJoin does. */
   sendJoin(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<{ state: unknown[]; authChain: unknown[]; event?: unknown }>;
+  /** GET /make_knock; throws as makeJoin does. */
+  makeKnock(destination: string, roomId: string, userId: string, versions: readonly string[]): Promise<{ roomVersion: string; event: JsonObject }>;
+  /** PUT /send_knock: the room's stripped state; throws as makeJoin does. */
+  sendKnock(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<{ knockRoomState: JsonObject[] }>;
   /** GET /make_leave; throws as makeJoin does. */
   makeLeave(destination: string, roomId: string, userId: string): Promise<{ roomVersion: string; event: JsonObject }>;
   /** PUT /send_leave (v2, v1 where v2 is unknown); throws as makeJoin does. */
@@ -45,7 +50,15 @@ export class RemoteJoiner {
 
   /** Joins `userId` to `roomId` through the first of `servers` that can do it. */
   join(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
-    const run = () => this.joinNow(userId, roomId, servers, content);
+    return this.oneAtATime(roomId, () => this.throughFirst(userId, roomId, servers, content, 'join'));
+  }
+
+  /** Knocks on `roomId` for `userId` through the first of `servers` that can do it. */
+  knock(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
+    return this.oneAtATime(roomId, () => this.throughFirst(userId, roomId, servers, content, 'knock'));
+  }
+
+  private oneAtATime(roomId: string, run: () => Promise<void>): Promise<void> {
     const next = (this.joins.get(roomId) ?? Promise.resolve()).catch(() => undefined).then(run);
     this.joins.set(roomId, next);
     const forget = () => {
@@ -55,13 +68,13 @@ export class RemoteJoiner {
     return next;
   }
 
-  private async joinNow(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
+  private async throughFirst(userId: string, roomId: string, servers: readonly string[], content: JsonObject, membership: 'join' | 'knock'): Promise<void> {
     const candidates = [...new Set(servers)].filter((s) => s !== this.core.serverName);
     if (candidates.length === 0) throw HearthError.notFound(`No server to join room ${roomId} through is known`);
     let last: unknown;
     for (const server of candidates) {
       try {
-        await this.joinThrough(server, userId, roomId, content);
+        await this.through(server, userId, roomId, content, membership);
         return;
       } catch (err) {
         if (!tryNext(err)) throw err;
@@ -69,17 +82,18 @@ export class RemoteJoiner {
       }
     }
     if (last instanceof HearthError) throw last;
-    throw new HearthError(502, 'M_UNKNOWN', `Could not join room ${roomId} through ${candidates.join(', ')}`);
+    throw new HearthError(502, 'M_UNKNOWN', `Could not ${membership} room ${roomId} through ${candidates.join(', ')}`);
   }
 
-  private async joinThrough(server: string, userId: string, roomId: string, content: JsonObject): Promise<void> {
-    const made = await this.port.makeJoin(server, roomId, userId, Object.keys(roomVersions));
+  private async through(server: string, userId: string, roomId: string, content: JsonObject, membership: 'join' | 'knock'): Promise<void> {
+    const versions = Object.keys(roomVersions);
+    const made = membership === 'join' ? await this.port.makeJoin(server, roomId, userId, versions) : await this.port.makeKnock(server, roomId, userId, versions);
     const version = getRoomVersion(made.roomVersion);
     if (version === undefined) throw new HearthError(400, 'M_UNSUPPORTED_ROOM_VERSION', `Room ${roomId} is of version ${made.roomVersion}, which this server does not support`);
     const t = made.event;
     const templateContent = isJsonObject(t['content']) ? t['content'] : {};
-    if (t['room_id'] !== roomId || t['type'] !== 'm.room.member' || t['sender'] !== userId || t['state_key'] !== userId || templateContent['membership'] !== 'join') {
-      throw new HearthError(502, 'M_UNKNOWN', `${server} answered make_join with a template that is not ${userId}'s join to ${roomId}`);
+    if (t['room_id'] !== roomId || t['type'] !== 'm.room.member' || t['sender'] !== userId || t['state_key'] !== userId || templateContent['membership'] !== membership) {
+      throw new HearthError(502, 'M_UNKNOWN', `${server} answered make_${membership} with a template that is not ${userId}'s ${membership} in ${roomId}`);
     }
     // The resident names who vouches for a restricted join; the rest of the content is ours.
     const vouch = templateContent['join_authorised_via_users_server'];
@@ -89,13 +103,19 @@ export class RemoteJoiner {
       sender: userId,
       type: 'm.room.member',
       state_key: userId,
-      content: { ...content, membership: 'join', ...(typeof vouch === 'string' ? { join_authorised_via_users_server: vouch } : {}) },
+      content: { ...content, membership, ...(membership === 'join' && typeof vouch === 'string' ? { join_authorised_via_users_server: vouch } : {}) },
       origin_server_ts: this.core.now(),
       depth: t['depth'],
       prev_events: t['prev_events'],
       auth_events: t['auth_events'],
     } as unknown as PduDraft;
     const signed = hashAndSignEventWithId(draft, this.core.serverName, this.core.build.signingKey, version);
+    if (membership === 'knock') {
+      // The room stays the resident's: the knock is kept out of band, with the stripped state for sync.
+      const answer = await this.port.sendKnock(server, roomId, signed.eventId, signed.pdu);
+      await storeOutOfBand(this.core, this.keyRing, roomId, version, signed.pdu, { knock_room_state: answer.knockRoomState });
+      return;
+    }
     const answer = await this.port.sendJoin(server, roomId, signed.eventId, signed.pdu);
     // A restricted join comes back countersigned by the resident: the same event, more signatures.
     let join = signed.pdu;

@@ -13,7 +13,7 @@
 import { authTypesForEvent } from '../../protocol/auth-events.js';
 import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
-import type { EventReferences, Pdu } from '../../protocol/events.js';
+import { stateKey, type EventReferences, type Pdu } from '../../protocol/events.js';
 import { computeEventId } from '../../protocol/hashes.js';
 import { isUserOf, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
@@ -25,7 +25,7 @@ import type { ReceiveOutcome } from '../input/receive.js';
 import type { RoomInfo } from '../reader.js';
 import { pdusOf, serverAclAllows, stateIdsForServer, type ServingDeps } from '../query/for-servers.js';
 
-export type RemoteMembership = 'join' | 'leave';
+export type RemoteMembership = 'join' | 'leave' | 'knock';
 
 /** GET /make_join, /make_leave: the room's version and the template to sign. */
 export interface MembershipTemplate {
@@ -42,6 +42,11 @@ export interface SendJoinResponse {
   members_omitted: false;
   /** Servers with joined members in the state before the join. */
   servers_in_room: string[];
+}
+
+/** PUT /send_knock: the room's stripped state, for the knocking user's sync. */
+export interface SendKnockResponse {
+  knock_room_state: JsonObject[];
 }
 
 /** The room versions a server supports when make_join names none (the spec's default). */
@@ -138,10 +143,13 @@ export async function makeMembershipForServer(
   const found = await core.head(roomId);
   const version = found.version.id;
   // 3.
-  if (membership === 'join') {
+  if (membership !== 'leave') {
     const supported = supportedVersions === undefined || supportedVersions.length === 0 ? DEFAULT_SUPPORTED_VERSIONS : supportedVersions;
     if (!supported.includes(version)) {
       throw new HearthError(400, 'M_INCOMPATIBLE_ROOM_VERSION', `Your server does not support the room's version ${version}`, { room_version: version });
+    }
+    if (membership === 'knock' && !found.version.knockJoinRule) {
+      throw new HearthError(400, 'M_INCOMPATIBLE_ROOM_VERSION', `Room version ${version} does not support knocking`, { room_version: version });
     }
   }
   // 4.
@@ -188,7 +196,7 @@ export async function sendMembershipForServer(
   eventId: string,
   pdu: unknown,
   membership: RemoteMembership,
-): Promise<SendJoinResponse | Record<string, never>> {
+): Promise<SendJoinResponse | SendKnockResponse | Record<string, never>> {
   const { core } = deps;
   // 1.
   const room = await core.reader.roomInfo(roomId);
@@ -221,6 +229,10 @@ export async function sendMembershipForServer(
     throw HearthError.forbidden(`The ${membership} event was not accepted: ${why}`);
   }
   if (membership === 'leave') return {};
+  if (membership === 'knock') {
+    const head = await core.head(roomId);
+    return { knock_room_state: await strippedNow(head) };
+  }
   // 7.
   return joinAnswer(deps, room, origin, eventId);
 }
@@ -257,3 +269,13 @@ async function joinAnswer(deps: SendMembershipDeps, room: RoomInfo, origin: stri
   };
 }
 
+
+/** The room's stripped state as it stands, for a knock's answer. */
+async function strippedNow(head: RoomHead): Promise<JsonObject[]> {
+  await head.load(STRIPPED_KEYS);
+  return head.strippedState();
+}
+
+const STRIPPED_KEYS = ['m.room.create', 'm.room.join_rules', 'm.room.canonical_alias', 'm.room.avatar', 'm.room.name', 'm.room.encryption', 'm.room.topic'].map((t) =>
+  stateKey(t, ''),
+);
