@@ -265,6 +265,40 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(refused.status, 403, JSON.stringify(refused.body));
     });
 
+    test('a restricted room admits members of its allowed room, from either server, vouched for by hs1', async () => {
+      const hank = await hs2.registerUser('hank', 'hank-password');
+      const ivy = await hs1.registerUser('ivy', 'ivy-password');
+      const space = await call(hs1, alice, 'POST', '/createRoom', { preset: 'public_chat', name: 'Space' });
+      const spaceId = space.body!['room_id'] as string;
+      const created = await call(hs1, alice, 'POST', '/createRoom', {
+        preset: 'private_chat',
+        room_version: '10',
+        initial_state: [{ type: 'm.room.join_rules', state_key: '', content: { join_rule: 'restricted', allow: [{ type: 'm.room_membership', room_id: spaceId }] } }],
+      });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const restrictedId = created.body!['room_id'] as string;
+
+      // Not in the space yet: refused, here and from hs2.
+      const localRefused = await call(hs1, ivy, 'POST', `/rooms/${enc(restrictedId)}/join`, {});
+      assert.equal(localRefused.status, 403, JSON.stringify(localRefused.body));
+      const remoteRefused = await call(hs2, hank, 'POST', `/join/${enc(restrictedId)}?via=hs1.test`, {});
+      assert.equal(remoteRefused.status, 403, JSON.stringify(remoteRefused.body));
+      assert.equal(remoteRefused.body!['errcode'], 'M_FORBIDDEN');
+
+      // In the space: admitted, alice named as the voucher.
+      assert.equal((await call(hs1, ivy, 'POST', `/rooms/${enc(spaceId)}/join`, {})).status, 200);
+      assert.equal((await call(hs2, hank, 'POST', `/join/${enc(spaceId)}?via=hs1.test`, {})).status, 200);
+      const localJoin = await call(hs1, ivy, 'POST', `/rooms/${enc(restrictedId)}/join`, {});
+      assert.equal(localJoin.status, 200, JSON.stringify(localJoin.body));
+      const remoteJoin = await call(hs2, hank, 'POST', `/join/${enc(restrictedId)}?via=hs1.test`, {});
+      assert.equal(remoteJoin.status, 200, JSON.stringify(remoteJoin.body));
+      for (const [hs, user, of] of [[hs1, alice, ivy.userId], [hs1, alice, hank.userId], [hs2, hank, hank.userId]] as const) {
+        const res = await call(hs, user, 'GET', `/rooms/${enc(restrictedId)}/state/m.room.member/${enc(of)}`);
+        assert.equal(res.body!['membership'], 'join', JSON.stringify(res.body));
+        assert.equal(res.body!['join_authorised_via_users_server'], alice.userId);
+      }
+    });
+
     test('joining what no server knows is 404, and through a server that cannot be reached 502', async () => {
       const unknownAlias = await call(hs2, bob, 'POST', `/join/${enc('#nowhere:hs1.test')}`, {});
       assert.equal(unknownAlias.status, 404, JSON.stringify(unknownAlias.body));

@@ -167,7 +167,7 @@ for (const backend of await storageBackends()) {
       assert.ok(!(mallory in (await h.rooms.joinedMembers(alice, roomId))));
     });
 
-    test('refusals: another server’s user, an unknown room, an unsupported version, a restricted room', async () => {
+    test('refusals: another server’s user, an unknown room, an unsupported version, a restricted room it cannot vouch for', async () => {
       const roomId = await publicRoom();
       const bob = remoteUser();
       await rejectsWith(h.rooms.makeMembershipForServer('other.test', roomId, bob, 'join', ['10']), 403, 'M_FORBIDDEN');
@@ -185,6 +185,10 @@ for (const backend of await storageBackends()) {
 
       const { roomId: restricted } = await h.rooms.createRoom(alice, { preset: 'public_chat' });
       await h.rooms.sendState(alice, restricted, 'm.room.join_rules', '', { join_rule: 'restricted', allow: [{ type: 'm.room_membership', room_id: roomId }] });
+      // Not in the allowed room, which this server is in: refused.
+      await rejectsWith(h.rooms.makeMembershipForServer(REMOTE, restricted, bob, 'join', ['10']), 403, 'M_FORBIDDEN', /allows/);
+      // Allowed rooms this server is not in: it cannot tell.
+      await h.rooms.sendState(alice, restricted, 'm.room.join_rules', '', { join_rule: 'restricted', allow: [{ type: 'm.room_membership', room_id: '!elsewhere:other.test' }] });
       await rejectsWith(h.rooms.makeMembershipForServer(REMOTE, restricted, bob, 'join', ['10']), 400, 'M_UNABLE_TO_AUTHORISE_JOIN');
     });
 

@@ -1,5 +1,7 @@
 // Joining a room by id or alias. A join that repeats the user's current member event stores
-// nothing. Guests join only rooms whose m.room.guest_access is can_join.
+// nothing. Guests join only rooms whose m.room.guest_access is can_join. A restricted room is
+// joined with one of this server's users as voucher when the user is in an allowed room
+// (restricted-join.ts).
 // A room this server is in is joined here; one it is not in (unknown here, or every local member
 // has left) is joined through a server that is (remote-join.ts): the inviter's, those the client
 // names (`via`), those the alias's server names, the room id's server, and those last known to be
@@ -13,6 +15,8 @@ import { joinedServers } from '../../storage/rooms/graph.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
+import { allowedByMembership, needsVoucher, voucherOn } from './restricted-join.js';
+import { stateKey } from '../../protocol/events.js';
 import { resolveRoomIdOrAlias } from './alias-target.js';
 import type { RemoteJoiner } from './remote-join.js';
 import { inviterServerOf } from './remote-invite.js';
@@ -51,11 +55,17 @@ export async function joinRoom(
     }
   }
   const roomId = await resolveRoomIdOrAlias(core, roomIdOrAlias);
+  // A restricted room: this server vouches for the join when the user is in an allowed room.
+  const before = await core.head(roomId);
+  await before.load([stateKey('m.room.join_rules', ''), stateKey('m.room.power_levels', '')]);
+  const vouch = needsVoucher(before)(actor.userId) && (await allowedByMembership(core, before.get('m.room.join_rules'), actor.userId)) === 'allowed';
   await core.send(roomId, (head) => {
     if (actor.isGuest === true && head.get('m.room.guest_access')?.content.guest_access !== 'can_join') {
       throw HearthError.forbidden('Guest access is not allowed in this room');
     }
-    return { type: 'm.room.member', sender: actor.userId, stateKey: actor.userId, content };
+    const voucher = vouch && needsVoucher(head)(actor.userId) ? voucherOn(head, core.serverName) : undefined;
+    const vouched = voucher === undefined ? content : { ...content, join_authorised_via_users_server: voucher };
+    return { type: 'm.room.member', sender: actor.userId, stateKey: actor.userId, content: vouched };
   });
   return { roomId };
 }

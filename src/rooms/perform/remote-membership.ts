@@ -7,14 +7,14 @@
 // - send_join / send_leave: the signed event, checked for what it claims, then received like any
 //   PDU (signatures, hashes, auth: rooms/input/receive.ts). A join is answered with the state
 //   before it and that state's auth chain.
-// Restricted rooms (join_authorised_via_users_server) are not authorised here yet: a join that
-// would need it gets 400 M_UNABLE_TO_AUTHORISE_JOIN.
+// Restricted rooms: a join this server can vouch for (restricted-join.ts) names one of its users
+// in join_authorised_via_users_server and is signed here too on send_join.
 
 import { authTypesForEvent } from '../../protocol/auth-events.js';
 import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
 import { stateKey, type EventReferences, type Pdu } from '../../protocol/events.js';
-import { computeEventId } from '../../protocol/hashes.js';
+import { computeEventId, hashAndSignEvent, type PduDraft } from '../../protocol/hashes.js';
 import { isUserOf, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { authChainIds } from '../../storage/rooms/graph.js';
@@ -24,6 +24,7 @@ import { keysToDecide, type EventRef, type RoomHead } from '../head.js';
 import type { ReceiveOutcome } from '../input/receive.js';
 import type { RoomInfo } from '../reader.js';
 import { pdusOf, serverAclAllows, stateIdsForServer, type ServingDeps } from '../query/for-servers.js';
+import { allowedByMembership, needsVoucher, voucherOn } from './restricted-join.js';
 
 export type RemoteMembership = 'join' | 'leave' | 'knock';
 
@@ -68,21 +69,16 @@ function refsFor(head: RoomHead, refs: readonly EventRef[]): EventReferences {
  * advancing it; throws what the auth rules say now. Runs in the room's queue, after the keys the
  * decision reads were loaded.
  */
-function templateOn(head: RoomHead, userId: string, membership: RemoteMembership, now: number): JsonObject {
+function templateOn(head: RoomHead, userId: string, membership: RemoteMembership, now: number, serverName: string): JsonObject {
   const version = head.version;
   const content: JsonObject = { membership };
-  const subject = { type: 'm.room.member', sender: userId, state_key: userId, content };
-  // A restricted room would need a user of ours to vouch for the join (and our signature on it).
-  const rule = head.get('m.room.join_rules')?.content['join_rule'];
-  const current = head.membership(userId);
-  if (
-    membership === 'join' &&
-    current !== 'join' &&
-    current !== 'invite' &&
-    ((version.restrictedJoinRule && rule === 'restricted') || (version.knockRestrictedJoinRule && rule === 'knock_restricted'))
-  ) {
-    throw new HearthError(400, 'M_UNABLE_TO_AUTHORISE_JOIN', 'Joins to restricted rooms through this server are not supported yet');
+  // A restricted room: one of our users vouches (the caller checked the allowed rooms).
+  if (membership === 'join' && needsVoucher(head)(userId)) {
+    const voucher = voucherOn(head, serverName);
+    if (voucher === undefined) throw new HearthError(400, 'M_UNABLE_TO_AUTHORISE_JOIN', 'No user of this server in the room can invite');
+    content['join_authorised_via_users_server'] = voucher;
   }
+  const subject = { type: 'm.room.member', sender: userId, state_key: userId, content };
   // As a local event: the extremities, one past the deepest, auth events from the current state.
   const prevRefs = head.citedExtremities();
   let depth = 0;
@@ -123,11 +119,13 @@ function templateOn(head: RoomHead, userId: string, membership: RemoteMembership
 }
 
 /**
- * GET /make_join, /make_leave. Steps: 1. the user is of the origin (403); 2. the room is known
- * (404); 3. for a join, its version is one the origin supports (400
- * M_INCOMPATIBLE_ROOM_VERSION); 4. the server ACL admits the origin (403); 5. this server is in
- * the room (403, as the reference server: it could not vouch for the room otherwise); 6. the
- * template, built and authorized in the room's queue.
+ * GET /make_join, /make_leave, /make_knock. Steps: 1. the user is of the origin (403); 2. the
+ * room is known (404); 3. for a join or knock, its version is one the origin supports (and, for a
+ * knock, one with knocking) (400 M_INCOMPATIBLE_ROOM_VERSION); 4. the server ACL admits the origin
+ * (403); 5. this server is in the room (403, as the reference server: it could not vouch for the
+ * room otherwise); 6. a join to a restricted room: the user is in an allowed room (403; 400
+ * M_UNABLE_TO_AUTHORISE_JOIN when this server cannot tell); 7. the template, built and authorized
+ * in the room's queue (with a voucher of this server's for a restricted join).
  */
 export async function makeMembershipForServer(
   core: RoomCore,
@@ -158,12 +156,14 @@ export async function makeMembershipForServer(
   if (found.roomNid === undefined || !(await serverJoinedNow(core.db, found.roomNid, core.serverName))) {
     throw HearthError.forbidden(`This server is not in room ${roomId}`);
   }
-  // 6. In the queue: the head the template cites is the one its checks read.
+  // 6. A restricted room: the user must be in an allowed room, as far as this server knows.
+  if (membership === 'join') await requireAllowed(core, roomId, userId);
+  // 7. In the queue: the head the template cites is the one its checks read.
   const event = await core.queue.run(roomId, async () => {
     const head = await core.head(roomId);
     const subject = { type: 'm.room.member', sender: userId, state_key: userId, content: { membership } };
     await head.load(keysToDecide(subject, head.version));
-    return templateOn(head, userId, membership, core.now());
+    return templateOn(head, userId, membership, core.now(), core.serverName);
   });
   return { room_version: version, event };
 }
@@ -182,12 +182,14 @@ function stringField(o: JsonObject, name: string): string | undefined {
 }
 
 /**
- * PUT /send_join, /send_leave. Steps: 1. the room is known (404); 2. the path's event id is the
- * event's (400 M_BAD_JSON); 3. the event is the member event asked for: this room, m.room.member,
- * the membership, state_key = sender (400 M_INVALID_PARAM, the spec's advice); 4. the sender is of
- * the origin (403); 5. the ACL admits the origin (403); 6. received like any PDU: signatures,
- * hashes, auth; anything but accepted onto the timeline is 403 with the reason (an event stored
- * already is answered again); 7. for a join, the state before it and its auth chain.
+ * PUT /send_join, /send_leave, /send_knock. Steps: 1. the room is known (404); 2. the path's
+ * event id is the event's (400 M_BAD_JSON); 3. the event is the member event asked for: this
+ * room, m.room.member, the membership, state_key = sender (400 M_INVALID_PARAM, the spec's
+ * advice); 4. the sender is of the origin (403); 5. the ACL admits the origin (403); 6. a join
+ * vouched for by a user of this server is checked again and countersigned; received like any PDU:
+ * signatures, hashes, auth; anything but accepted onto the timeline is 403 with the reason (an
+ * event stored already is answered again); 7. for a join, the state before it and its auth chain
+ * (and the join as stored); for a knock, the room's stripped state.
  */
 export async function sendMembershipForServer(
   deps: SendMembershipDeps,
@@ -222,8 +224,16 @@ export async function sendMembershipForServer(
   requireUserOf(origin, sender, 'Sender');
   // 5.
   if (!(await serverAclAllows(core, origin, roomId))) throw HearthError.forbidden(`Server ${origin} is denied by the server ACL of room ${roomId}`);
-  // 6.
-  const [outcome] = await deps.receive(origin, [pdu]);
+  // 6. A join this server vouches for: checked again, and signed by this server too (the auth
+  // rules want the voucher's server's signature).
+  let received: JsonObject = pdu;
+  const voucher = membership === 'join' ? content['join_authorised_via_users_server'] : undefined;
+  if (voucher !== undefined) {
+    if (!isUserOf(voucher, core.serverName)) throw HearthError.forbidden(`The join is vouched for by ${String(voucher)}, not a user of this server`);
+    await requireAllowed(core, roomId, sender);
+    received = hashAndSignEvent(pdu as unknown as PduDraft, core.serverName, core.build.signingKey, room.version) as unknown as JsonObject;
+  }
+  const [outcome] = await deps.receive(origin, [received]);
   if (outcome === undefined || outcome.status !== 'timeline') {
     const why = outcome?.reason ?? outcome?.status ?? 'not received';
     throw HearthError.forbidden(`The ${membership} event was not accepted: ${why}`);
@@ -279,3 +289,13 @@ async function strippedNow(head: RoomHead): Promise<JsonObject[]> {
 const STRIPPED_KEYS = ['m.room.create', 'm.room.join_rules', 'm.room.canonical_alias', 'm.room.avatar', 'm.room.name', 'm.room.encryption', 'm.room.topic'].map((t) =>
   stateKey(t, ''),
 );
+
+/** For a restricted room: 403 when this server knows the user is in no allowed room, 400 when it cannot tell. */
+async function requireAllowed(core: RoomCore, roomId: string, userId: string): Promise<void> {
+  const head = await core.head(roomId);
+  await head.load([stateKey('m.room.join_rules', ''), stateKey('m.room.power_levels', '')]);
+  if (!needsVoucher(head)(userId)) return;
+  const verdict = await allowedByMembership(core, head.get('m.room.join_rules'), userId);
+  if (verdict === 'denied') throw HearthError.forbidden(`${userId} is not in a room that the join rule of ${roomId} allows`);
+  if (verdict === 'unknown') throw new HearthError(400, 'M_UNABLE_TO_AUTHORISE_JOIN', 'This server is in none of the rooms the join rule allows');
+}
