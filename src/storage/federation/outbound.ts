@@ -1,5 +1,5 @@
 // What the federation sender reads: the servers to send to, and this server's own events in the
-// rooms each of them is joined to, from after it joined, in stream order. A member event about a server's user (a kick,
+// rooms each of them is joined to, from its join on, in stream order. A member event about a server's user (a kick,
 // a ban, a leave) goes to that server too, joined or not: it must learn it is out.
 
 import type { Kysely } from 'kysely';
@@ -40,7 +40,8 @@ function forDestination(db: Kysely<Schema>, destination: string, ourServer: stri
     .where('e.sender', 'like', senderOf(ourServer))
     .where((eb) =>
       eb.or([
-        eb.and([eb('j.room_nid', 'is not', null), eb('e.stream_ordering', '>', eb.ref('j.joined_since'))]),
+        // At its joined_since: this server's own join through another, which brought the server in.
+        eb.and([eb('j.room_nid', 'is not', null), eb('e.stream_ordering', '>=', eb.ref('j.joined_since'))]),
         eb.and([eb('e.type', '=', 'm.room.member'), eb('e.state_key', 'like', senderOf(destination))]),
       ]),
     );
