@@ -1,5 +1,6 @@
 // Room ids and aliases as clients name rooms: an alias is looked up in this server's directory; a
-// room or alias of another server cannot be reached without federation.
+// room or alias of another server cannot be reached with federation disabled (with it, joins go
+// through perform/join.ts's remote path first).
 
 import { HearthError } from '../../protocol/errors.js';
 import { parseRoomAlias, parseRoomId, serverNameOf } from '../../protocol/ids.js';
@@ -13,7 +14,7 @@ export async function resolveRoomIdOrAlias(core: RoomCore, roomIdOrAlias: string
     const row = await aliasRow(core.db, alias);
     if (row !== undefined) return row.room_id;
     if (serverNameOf(alias) !== core.serverName) {
-      throw HearthError.notFound(`Room alias ${alias} is on another server; this server does not federate yet`);
+      throw HearthError.notFound(`Room alias ${alias} is on another server; federation is disabled here`);
     }
     throw HearthError.notFound(`Room alias ${alias} not found`);
   }
@@ -21,7 +22,7 @@ export async function resolveRoomIdOrAlias(core: RoomCore, roomIdOrAlias: string
     const roomId = parseRoomId(roomIdOrAlias);
     if ((await core.findHead(roomId)) !== undefined) return roomId;
     if (serverNameOf(roomId) !== core.serverName) {
-      throw HearthError.notFound(`Room ${roomId} is on another server; this server does not federate yet`);
+      throw HearthError.notFound(`Room ${roomId} is on another server; federation is disabled here`);
     }
     throw HearthError.notFound(`Unknown room ${roomId}`);
   }

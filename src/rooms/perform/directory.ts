@@ -78,7 +78,7 @@ function entryOf(row: RoomRow): PublicRoomsChunkEntry {
 
 export async function listPublicRooms(core: RoomCore, req: PublicRoomsRequest): Promise<PublicRoomsResponse> {
   if (req.server !== undefined && req.server !== core.serverName) {
-    throw HearthError.notFound(`The directory of ${req.server} cannot be reached: this server does not federate yet`);
+    throw HearthError.notFound(`The directory of ${req.server} cannot be reached: federation is disabled here`);
   }
   const limit = Math.min(MAX_LIMIT, req.limit ?? MAX_LIMIT);
   const offset = req.since === undefined ? 0 : decodeSince(req.since);
