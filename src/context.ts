@@ -346,6 +346,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       routes: federationCheckRoutes({
         protocolName: config.global.protocol_name,
         disableTlsValidation: config.federation_api.disable_tls_validation,
+        self: { serverName, keyId: core.signingKey.keyId, publicKey: core.signingKey.publicKey },
         ...(options.federation?.dns !== undefined ? { dns: options.federation.dns } : {}),
         ...(options.federation?.ca !== undefined ? { ca: options.federation.ca } : {}),
       }),

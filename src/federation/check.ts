@@ -1,6 +1,7 @@
 // Federation diagnostics: finds another server the way this one would (well-known, SRV, the
 // fallback; both namings), connects with TLS, reads its `/version` and its signing keys, checks
-// the keys' signatures, and reports each step with what it found or why it failed. Used by
+// the keys' signatures, asks it for this server's keys (which it can give only by reaching this
+// server), and reports each step with what it found or why it failed. Used by
 // `hearth federation-check` and the admin API. It never throws for the remote server's faults:
 // they are the report.
 
@@ -9,6 +10,7 @@ import { isIP } from 'node:net';
 import { type PeerCertificate, checkServerIdentity, connect as tlsConnect } from 'node:tls';
 import type { Agent, Client } from 'undici';
 import { loadUndici } from './undici.js';
+import { encodeBase64 } from '../protocol/base64.js';
 import { isJsonObject } from '../protocol/json.js';
 import { isServerName, parseServerNameParts } from '../protocol/ids.js';
 import { verifyKeyResponse } from './key-ring.js';
@@ -60,6 +62,12 @@ export interface FederationCheckDeps {
   /** Port of well-known fetches; 443 except in tests. */
   readonly wellKnownPort?: number;
   readonly now?: () => number;
+  /**
+   * This server's name and signing key: the other server is asked for them as a notary, which it
+   * can answer only by reaching this server (or from what it fetched before). Without them the
+   * step is not run.
+   */
+  readonly self?: { readonly serverName: string; readonly keyId: string; readonly publicKey: Uint8Array };
 }
 
 const ROOT: Record<Naming, string> = { chat: '/_chat', matrix: '/_matrix' };
@@ -158,14 +166,14 @@ class Check {
       try {
         await this.version(client, found);
         await this.keys(client, found);
+        await this.reachBack(client, found);
       } finally {
         await client.close();
       }
     } else {
-      for (const name of ['version', 'keys'] as const) this.steps.push(skipped(name, 'no TLS connection to the server'));
+      for (const name of ['version', 'keys', 'reach back'] as const) this.steps.push(skipped(name, 'no TLS connection to the server'));
     }
-    // Asking the other server to connect back is not implemented: say so rather than pass silently.
-    this.steps.push(notNeeded('reach back', `not checked: whether ${this.serverName} can reach this server is not tested`));
+    if (found === undefined) this.steps.push(skipped('reach back', 'the server could not be located'));
     return {
       server_name: this.serverName,
       ok: this.steps.every((s) => s.ok),
@@ -452,6 +460,41 @@ class Check {
       this.steps.push(step('keys', detail));
     } catch (err) {
       this.steps.push(failed('keys', 'GET /key/v2/server', errorText(err)));
+    }
+  }
+
+  /**
+   * Whether the other server reaches this one: asked as a notary for this server's keys
+   * (`GET /key/v2/query/{us}`), it answers with our current key only if it could fetch it from us
+   * (now or earlier).
+   */
+  private async reachBack(client: Client, found: Found): Promise<void> {
+    const self = this.deps.self;
+    if (self === undefined) {
+      this.steps.push(notNeeded('reach back', `not checked: this server's name is not known to the check`));
+      return;
+    }
+    try {
+      const res = await this.get(client, found, `/key/v2/query/${encodeURIComponent(self.serverName)}`);
+      const what = `GET ${res.uri}`;
+      const listed = isJsonObject(res.json) && Array.isArray(res.json.server_keys) ? res.json.server_keys : [];
+      const ours = encodeBase64(self.publicKey);
+      const holds = listed.some((k) => {
+        if (!isJsonObject(k) || k.server_name !== self.serverName || !isJsonObject(k.verify_keys)) return false;
+        const key = k.verify_keys[self.keyId];
+        return isJsonObject(key) && key.key === ours;
+      });
+      if (res.status === 200 && holds) {
+        this.steps.push(step('reach back', `${this.serverName} holds this server's key ${self.keyId} (${what})`));
+        return;
+      }
+      const why =
+        res.status === 200
+          ? `${this.serverName} could not fetch this server's key ${self.keyId}: it cannot reach ${self.serverName}, or it does not answer key queries for other servers`
+          : `${this.serverName} answered ${res.status}: it does not answer key queries for other servers, so whether it reaches this server is not known`;
+      this.steps.push(failed('reach back', what, why));
+    } catch (err) {
+      this.steps.push(failed('reach back', `GET /key/v2/query/${self.serverName}`, errorText(err)));
     }
   }
 }

@@ -1,5 +1,6 @@
 // `hearth federation-check SERVER_NAME`: runs the federation check (federation/check.ts) from the
-// command line, with the naming and TLS setting of the configuration when there is one, and prints
+// command line, with the naming, TLS setting, server name and signing key of the configuration
+// when there is one, and prints
 // the report as lines or JSON. Exit status 0 when federation would work, 1 otherwise.
 
 import { promises as dnsPromises } from 'node:dns';
@@ -8,6 +9,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.js';
 import { type CheckStep, type FederationCheckDeps, type FederationReport, federationCheck } from '../federation/check.js';
+import { parseSigningKeyFile } from '../protocol/signing.js';
 import { UsageError } from './errors.js';
 import { DEFAULT_CONFIG_FILE } from './first-run.js';
 import { FEDERATION_CHECK } from './usage.js';
@@ -39,7 +41,19 @@ function settingsFromConfig(given: unknown, io: FederationCheckIo): FederationCh
   return {
     protocolName: config.global.protocol_name,
     disableTlsValidation: config.federation_api.disable_tls_validation,
+    ...selfOf(config.global.server_name, config.global.private_key),
   };
+}
+
+/** This server's name and key, for the reach-back step, when its key file exists (never made here). */
+function selfOf(serverName: string, keyPath: string): Pick<FederationCheckDeps, 'self'> {
+  if (!existsSync(keyPath)) return {};
+  try {
+    const [key] = parseSigningKeyFile(readFileSync(keyPath, 'utf8'));
+    return key === undefined ? {} : { self: { serverName, keyId: key.keyId, publicKey: key.publicKey } };
+  } catch {
+    return {};
+  }
 }
 
 /** HEARTH_DNS_SERVERS and HEARTH_EXTRA_CA: another DNS server and CA, for tests and diagnosis. */

@@ -84,15 +84,18 @@ Checks, step by step, whether this server could federate with SERVER_NAME: finds
 server would (/.well-known/chat|matrix/server, SRV records, port 8448), connects with TLS and
 checks its certificate for the expected name (sent as SNI), reads its /federation/v1/version and
 its signing keys (/key/v2/server), and verifies the keys' signatures. Prints one line per step,
-with what was found or why it failed, then a summary. Whether SERVER_NAME can reach this server
-back is not checked. The admin API answers the same report as JSON:
+with what was found or why it failed, then a summary. Last, SERVER_NAME is asked for this
+server's signing key (/key/v2/query), which it holds only if it could reach this server back (with
+a configuration and its key file; otherwise not checked). The admin API answers the same report
+as JSON:
 GET /_ext/admin/v1/federation/check/SERVER_NAME.
 
 Exit status: 0 when federation would work, 1 when a step failed, 2 for bad usage.
 
 Options:
   -c, --config FILE                The configuration file (default ./hearth.yaml), read for
-                                   global.protocol_name and federation_api.disable_tls_validation.
+                                   global.protocol_name, federation_api.disable_tls_validation,
+                                   global.server_name and global.private_key.
                                    Without this flag and without ./hearth.yaml, the defaults apply.
   --json                           Print the report as JSON instead.
 ${HELP_LINE}

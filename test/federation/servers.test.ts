@@ -290,6 +290,11 @@ for (const { backend, skip } of await serverBackends()) {
       const report = res.body as { ok: boolean; steps: { name: string; ok: boolean; error?: string }[] };
       assert.equal(report.ok, true, JSON.stringify(report.steps.filter((s) => !s.ok)));
       assert.ok(report.steps.some((s) => s.name === 'keys' && s.ok));
+      // hs2, asked as a notary for hs1's key, had to reach hs1 for it.
+      const reachBack = report.steps.find((s) => s.name === 'reach back') as { ok: boolean; detail: string; skipped?: boolean } | undefined;
+      assert.equal(reachBack?.ok, true);
+      assert.equal(reachBack?.skipped, undefined);
+      assert.match(reachBack!.detail, /holds this server's key ed25519:/);
       const refused = await request(hs1.baseUrl, 'GET', '/_synapse/admin/v1/federation/check/hs2.test', undefined, { token: alice.accessToken });
       assert.equal(refused.status, 403);
     });
