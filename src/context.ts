@@ -349,6 +349,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
         self: { serverName, keyId: core.signingKey.keyId, publicKey: core.signingKey.publicKey },
         ...(options.federation?.dns !== undefined ? { dns: options.federation.dns } : {}),
         ...(options.federation?.ca !== undefined ? { ca: options.federation.ca } : {}),
+        ...(options.federation?.wellKnownPort !== undefined ? { wellKnownPort: options.federation.wellKnownPort } : {}),
       }),
     },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
@@ -417,6 +418,8 @@ export interface FederationReach {
   readonly ca?: string | readonly string[];
   /** Pauses between the sender's attempts (default 2 s doubling to 5 min; tests shorten them). */
   readonly senderRetry?: { readonly minMs: number; readonly maxMs: number };
+  /** Port of well-known fetches (443; tests serve them on loopback ports). */
+  readonly wellKnownPort?: number;
 }
 
 /**
@@ -433,6 +436,7 @@ function federationParts(core: ServerCore, reach: FederationReach = {}) {
     disableTlsValidation: config.federation_api.disable_tls_validation,
     ...(reach.dns !== undefined ? { dns: reach.dns } : {}),
     ...(reach.ca !== undefined ? { ca: reach.ca } : {}),
+    ...(reach.wellKnownPort !== undefined ? { wellKnownPort: reach.wellKnownPort } : {}),
   });
   const keyRing = new FederationKeyRing({
     db: core.db,

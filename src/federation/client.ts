@@ -61,6 +61,8 @@ export interface FederationClientOptions {
   /** PEM certificates trusted in addition to the system's roots. */
   readonly ca?: string | readonly string[];
   readonly dns?: DnsResolver;
+  /** Port of well-known fetches (443; tests use others). */
+  readonly wellKnownPort?: number;
   /** Shared resolver; by default the client makes its own from the options above. */
   readonly resolver?: ServerResolver;
   readonly timeoutMs?: number;
@@ -128,6 +130,7 @@ export class FederationClient {
         ...(options.dns ? { dns: options.dns } : {}),
         ...(options.ca !== undefined ? { ca: options.ca } : {}),
         disableTlsValidation: options.disableTlsValidation === true,
+        ...(options.wellKnownPort !== undefined ? { wellKnownPort: options.wellKnownPort } : {}),
         now: this.now,
       });
     this.ca = trustedCas(options.ca);

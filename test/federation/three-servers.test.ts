@@ -1,5 +1,6 @@
 // Three Hearth servers in one room: hs1.test and hs3.test speak the `chat` naming, hs2.test the
-// `matrix` one, so each pair finds out which naming the other answers. Users of all three talk at
+// `matrix` one, so each pair finds out which naming the other answers; hs1 and hs2 are found by
+// SRV records, hs3 by its well-known. Users of all three talk at
 // once and two of them change the topic at the same moment; every server ends with the same
 // messages, the same members and the same topic (the room's forks merged by state resolution).
 
@@ -26,7 +27,7 @@ for (const { backend, skip } of await serverBackends()) {
       const retry = { senderRetry: { minMs: 100, maxMs: 1000 } };
       servers.push(await startFederatedServer(net, { name: 'hs1.test', address: '127.0.0.2', naming: 'chat', backend, federation: retry }));
       servers.push(await startFederatedServer(net, { name: 'hs2.test', address: '127.0.0.3', naming: 'matrix', backend, federation: retry }));
-      servers.push(await startFederatedServer(net, { name: 'hs3.test', address: '127.0.0.4', naming: 'chat', backend, federation: retry }));
+      servers.push(await startFederatedServer(net, { name: 'hs3.test', address: '127.0.0.4', naming: 'chat', discovery: 'well-known', backend, federation: retry }));
       for (const [i, name] of ['alice', 'bob', 'carol'].entries()) users.push(await servers[i]!.registerUser(name, `${name}-password`));
     });
 
