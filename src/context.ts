@@ -225,7 +225,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     signingKey: core.signingKey,
     keyRing: anyKeyRing,
     ...(federation !== undefined
-      ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias), remoteMembership: new FederationMembership(federation.client), backfillWhenPaging: true }
+      ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias), remoteMembership: new FederationMembership(federation.client), backfillWhenPaging: true, log: core.log }
       : {}),
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,

@@ -105,13 +105,15 @@ export class RoomService {
       readonly remoteMembership?: RemoteMembershipPort & RemoteInvitePort;
       /** Paging back past the history this server has backfills through `remoteEvents` (federation). */
       readonly backfillWhenPaging?: boolean;
+      /** Where long operations tell their progress (the joins of big rooms). */
+      readonly log?: { info(message: string, details?: object): void };
     },
   ) {
     this.core = new RoomCore(deps);
     this.keyRing = deps.keyRing ?? new StaticKeyRing();
     this.remoteMembership = deps.remoteMembership;
     this.backfills = deps.backfillWhenPaging === true && deps.remoteEvents !== undefined;
-    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, this.keyRing, deps.remoteMembership);
+    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, this.keyRing, deps.remoteMembership, deps.log);
     this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;

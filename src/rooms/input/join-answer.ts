@@ -35,9 +35,21 @@ export interface JoinAnswer {
   readonly authChain: readonly unknown[];
 }
 
+/** Where a long join's steps are told (the server's log). */
+export type JoinProgress = (step: string, fields: Record<string, unknown>) => void;
+
 /** Receives this server's join and the room's state from `resident`'s send_join answer. */
-export async function receiveJoinAnswer(core: RoomCore, keyRing: KeyRing, resident: string, answer: JoinAnswer): Promise<ReceiveOutcome> {
+export async function receiveJoinAnswer(
+  core: RoomCore,
+  keyRing: KeyRing,
+  resident: string,
+  answer: JoinAnswer,
+  progress: JoinProgress = () => undefined,
+): Promise<ReceiveOutcome> {
   const { roomId, version } = answer;
+  const started = Date.now();
+  const ms = () => Date.now() - started;
+  progress('checking the room\'s state', { roomId, resident, state: answer.state.length, authChain: answer.authChain.length });
   const bad = (why: string) => new HearthError(502, 'M_UNKNOWN', `${resident} answered the join with ${why}`);
 
   // 1.
@@ -96,7 +108,9 @@ export async function receiveJoinAnswer(core: RoomCore, keyRing: KeyRing, reside
     outliers.push(unit);
     seen.set(c.ref.eventId, { event: c.event, status: unit.status });
   }
+  progress('storing the room\'s state', { roomId, checked: byId.size, dropped: all.length - 1 - byId.size, storing: outliers.length, ms: ms() });
   if (outliers.length > 0) await core.writeDecided(room, outliers);
+  progress('deciding the join', { roomId, ms: ms() });
 
   // 4.
   const events = await core.reader.events([...stateIds]);
@@ -127,6 +141,7 @@ export async function receiveJoinAnswer(core: RoomCore, keyRing: KeyRing, reside
     return { unit, stored: core.writeOnNewHead(current, write) };
   });
   await decided.stored;
+  progress('joined', { roomId, status: decided.unit.status, ms: ms() });
   const reason = decided.unit.rejectionReason;
   return { eventId: joinCandidate.ref.eventId, status: decided.unit.status, ...(reason !== undefined ? { reason } : {}) };
 }

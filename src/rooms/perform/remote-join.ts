@@ -12,7 +12,7 @@ import { computeEventId, hashAndSignEventWithId, type PduDraft } from '../../pro
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { getRoomVersion, roomVersions } from '../../protocol/room-versions.js';
 import type { RoomCore } from '../core.js';
-import { receiveJoinAnswer } from '../input/join-answer.js';
+import { receiveJoinAnswer, type JoinProgress } from '../input/join-answer.js';
 import type { KeyRing } from '../input/key-ring.js';
 import { storeOutOfBand } from './remote-invite.js';
 
@@ -32,6 +32,9 @@ export interface RemoteMembershipPort {
   sendLeave(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<void>;
 }
 
+/** A send_join answer of this many events or more makes a join whose steps are logged. */
+const BIG_JOIN_EVENTS = 1000;
+
 /** Errors after which the next server is tried; any other is the answer. */
 function tryNext(err: unknown): boolean {
   if (!(err instanceof HearthError)) return true;
@@ -46,6 +49,8 @@ export class RemoteJoiner {
     private readonly core: RoomCore,
     private readonly keyRing: KeyRing,
     private readonly port: RemoteMembershipPort,
+    /** Where the steps of joins of big rooms are told. */
+    private readonly log?: { info(message: string, details?: object): void },
   ) {}
 
   /** Joins `userId` to `roomId` through the first of `servers` that can do it. */
@@ -126,7 +131,10 @@ export class RemoteJoiner {
         // Not an event of this version: ours stands.
       }
     }
-    const outcome = await receiveJoinAnswer(this.core, this.keyRing, server, { roomId, version, join, state: answer.state, authChain: answer.authChain });
+    // Only a big room's join takes long enough to be worth telling step by step.
+    const big = answer.state.length + answer.authChain.length >= BIG_JOIN_EVENTS;
+    const progress: JoinProgress | undefined = big && this.log !== undefined ? (step, fields) => this.log!.info(`remote join: ${step}`, fields) : undefined;
+    const outcome = await receiveJoinAnswer(this.core, this.keyRing, server, { roomId, version, join, state: answer.state, authChain: answer.authChain }, progress);
     if (outcome.status !== 'timeline') {
       throw HearthError.forbidden(`${server} accepted the join, but the room's state it gave does not allow it: ${outcome.reason ?? outcome.status}`);
     }
