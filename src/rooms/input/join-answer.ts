@@ -26,6 +26,10 @@ import type { KeyRing } from './key-ring.js';
 import { checkReceivedPdus } from './pdu-checks.js';
 import { candidateOf, outlier, type AuthEventSeen, type ReceiveOutcome } from './receive.js';
 
+/** Events checked at once, and outliers written in one transaction. */
+const CHECK_SLICE = 1000;
+const WRITE_SLICE = 2000;
+
 export interface JoinAnswer {
   readonly roomId: string;
   readonly version: RoomVersion;
@@ -55,20 +59,25 @@ export async function receiveJoinAnswer(
   // 1.
   const seed = new RoomHead(roomId, version);
   const all = [answer.join, ...answer.state, ...answer.authChain];
-  const checked = await checkReceivedPdus(
-    all.map((json) => ({ json, version, options: { roomId } })),
-    keyRing,
-  );
   const byId = new Map<string, Candidate>();
   const stateIds = new Set<string>();
   let join: Candidate | undefined;
-  checked.forEach((r, i) => {
-    if (!r.ok) return;
-    const c = candidateOf(r, seed);
-    if (i === 0) join = c;
-    else byId.set(c.ref.eventId, c);
-    if (i > 0 && i <= answer.state.length) stateIds.add(c.ref.eventId);
-  });
+  // In slices: what checking makes on the way (redacted copies, canonical texts) is garbage
+  // after each, so a big room's join does not hold it all at once.
+  for (let start = 0; start < all.length; start += CHECK_SLICE) {
+    const checked = await checkReceivedPdus(
+      all.slice(start, start + CHECK_SLICE).map((json) => ({ json, version, options: { roomId } })),
+      keyRing,
+    );
+    checked.forEach((r, offset) => {
+      if (!r.ok) return;
+      const i = start + offset;
+      const c = candidateOf(r, seed);
+      if (i === 0) join = c;
+      else byId.set(c.ref.eventId, c);
+      if (i > 0 && i <= answer.state.length) stateIds.add(c.ref.eventId);
+    });
+  }
   if (join === undefined) throw bad('a join that does not pass the checks');
   const joinCandidate: Candidate = join;
   const create = [...stateIds].map((id) => byId.get(id)!).find((c) => c.event.type === 'm.room.create' && c.event.state_key === '');
@@ -100,15 +109,20 @@ export async function receiveJoinAnswer(
   // the answer holds.
   const stored = await core.reader.events([...byId.keys()]);
   const seen = new Map<string, AuthEventSeen | StoredEvent>(stored);
-  const outliers: PersistEvent[] = [];
+  progress('storing the room\'s state', { roomId, checked: byId.size, dropped: all.length - 1 - byId.size, storing: byId.size - stored.size, ms: ms() });
+  // Written in slices too, each once decided: one transaction per slice.
+  let outliers: PersistEvent[] = [];
   for (const c of authOrder(byId)) {
     if (stored.has(c.ref.eventId)) continue;
     const auth = referenceIds(c.pdu.auth_events).flatMap((id) => seen.get(id) ?? []);
     const unit = outlier(room, c, auth);
     outliers.push(unit);
     seen.set(c.ref.eventId, { event: c.event, status: unit.status });
+    if (outliers.length >= WRITE_SLICE) {
+      await core.writeDecided(room, outliers);
+      outliers = [];
+    }
   }
-  progress('storing the room\'s state', { roomId, checked: byId.size, dropped: all.length - 1 - byId.size, storing: outliers.length, ms: ms() });
   if (outliers.length > 0) await core.writeDecided(room, outliers);
   progress('deciding the join', { roomId, ms: ms() });
 
