@@ -5,7 +5,8 @@
 // How it runs:
 // - start() reads the stored position (recording `startAfter` for a consumer seen for the first
 //   time), then catches up from the database: `read(position, batchSize)` until a short batch.
-// - Then it sleeps until the bus notifies a position above its own on its stream, and reads again.
+// - Then it sleeps until the bus notifies a position above its own on its stream, and reads again
+//   (after `gatherMs`, when set, so that what is committed meanwhile comes in the same batch).
 //   The rows are the truth, the notification only says when to look (bus.ts): a change committed
 //   while it reads marks it to read once more before sleeping, so nothing notified is left waiting.
 // - Each batch is handed to `handle`; once that resolves, the batch's last position is stored.
@@ -44,6 +45,12 @@ export interface StreamConsumerOptions<Row extends StreamRow> {
   readonly batchSize?: number;
   /** Pauses after failures, doubling from `minMs` to at most `maxMs` (default 100 ms to 60 s). */
   readonly retry?: { readonly minMs: number; readonly maxMs: number };
+  /**
+   * After a notification woke it, how long to wait before reading (default 0): rows committed
+   * meanwhile join the batch. The federation sender's queues, one per destination, would otherwise
+   * each pay a transaction per event under load.
+   */
+  readonly gatherMs?: number;
   /** Where failures are reported (the server's Log fits). */
   readonly log: { warn(message: string, details?: object): void };
   readonly now?: () => number;
@@ -153,8 +160,11 @@ export class StreamConsumer<Row extends StreamRow> {
         await this.sleep(pauseMs);
         continue;
       }
-      if (full || this.notified) continue;
-      await this.sleep(undefined);
+      if (full) continue;
+      if (!this.notified) await this.sleep(undefined);
+      // Woken (or notified while handling): what is committed in the next moment comes along.
+      const gather = this.options.gatherMs ?? 0;
+      if (gather > 0 && this.state === 'running') await this.pause(gather);
     }
   }
 
@@ -171,6 +181,19 @@ export class StreamConsumer<Row extends StreamRow> {
       };
       if (ms !== undefined) timer = setTimeout(done, ms);
       this.sleepingForNotification = ms === undefined;
+      this.wake = done;
+    });
+  }
+
+  /** Waits `ms` whatever is notified meanwhile; a stop or a poke ends it. */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
       this.wake = done;
     });
   }
