@@ -79,6 +79,9 @@ export type { IgnoredUsersOf } from './query/messages.js';
 export type { MembershipTemplate, RemoteMembership, SendJoinResponse, SendKnockResponse } from './perform/remote-membership.js';
 export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';
 
+/** Events of history fetched when joining a room through another server: a sync's worth. */
+const RECENT_HISTORY_ON_JOIN = 20;
+
 export class RoomService {
   private readonly core: RoomCore;
   private readonly defaultRoomVersion: string;
@@ -113,7 +116,8 @@ export class RoomService {
     this.keyRing = deps.keyRing ?? new StaticKeyRing();
     this.remoteMembership = deps.remoteMembership;
     this.backfills = deps.backfillWhenPaging === true && deps.remoteEvents !== undefined;
-    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, this.keyRing, deps.remoteMembership, deps.log);
+    const recentHistory = (server: string, roomId: string) => this.receiver.backfillFrom(server, roomId, RECENT_HISTORY_ON_JOIN);
+    this.joiner = deps.remoteMembership === undefined ? undefined : new RemoteJoiner(this.core, this.keyRing, deps.remoteMembership, deps.log, recentHistory);
     this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;

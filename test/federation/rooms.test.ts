@@ -90,6 +90,9 @@ for (const { backend, skip } of await serverBackends()) {
       ].map((e) => e['type']);
       assert.ok(stateTypes.includes('m.room.create'));
       assert.ok(stateTypes.includes('m.room.name'));
+      // With the room's recent history, fetched from hs1 as bob joined.
+      const timeline = ((room['timeline'] as JsonObject)['events'] as JsonObject[]).map((e) => (e['content'] as JsonObject)['body']);
+      assert.ok(timeline.includes('before bob'), JSON.stringify(timeline));
 
       // Each side's message reaches the other.
       await say(hs1, alice, 'hello from hs1');

@@ -51,6 +51,8 @@ export class RemoteJoiner {
     private readonly port: RemoteMembershipPort,
     /** Where the steps of joins of big rooms are told. */
     private readonly log?: { info(message: string, details?: object): void },
+    /** Fetches the room's latest history from the server joined through (RoomService's backfill). */
+    private readonly recentHistory?: (server: string, roomId: string) => Promise<unknown>,
   ) {}
 
   /** Joins `userId` to `roomId` through the first of `servers` that can do it. */
@@ -138,5 +140,7 @@ export class RemoteJoiner {
     if (outcome.status !== 'timeline') {
       throw HearthError.forbidden(`${server} accepted the join, but the room's state it gave does not allow it: ${outcome.reason ?? outcome.status}`);
     }
+    // The room's recent history, so that the user's next sync shows it; the join stands if not.
+    await this.recentHistory?.(server, roomId).catch(() => undefined);
   }
 }
