@@ -20,18 +20,8 @@ const SEND_TIMEOUT_MS = 120_000;
 export class FederationMembership implements RemoteMembershipPort, RemoteInvitePort {
   constructor(private readonly client: Client) {}
 
-  async makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]) {
-    const body = await this.call(destination, 'make_join', {
-      destination,
-      method: 'GET',
-      path: `/federation/v1/make_join/${enc(roomId)}/${enc(userId)}`,
-      query: { ver: [...versions] },
-      timeoutMs: MAKE_TIMEOUT_MS,
-    });
-    const event = body['event'];
-    const roomVersion = body['room_version'] ?? '1';
-    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered make_join without a template`);
-    return { roomVersion, event };
+  makeJoin(destination: string, roomId: string, userId: string, versions: readonly string[]) {
+    return this.template(destination, 'make_join', roomId, userId, versions);
   }
 
   async sendJoin(destination: string, roomId: string, eventId: string, pdu: Pdu) {
@@ -57,18 +47,8 @@ export class FederationMembership implements RemoteMembershipPort, RemoteInviteP
     return { state: list(body['state']), authChain: list(body['auth_chain']), ...(body['event'] !== undefined ? { event: body['event'] } : {}) };
   }
 
-  async makeKnock(destination: string, roomId: string, userId: string, versions: readonly string[]) {
-    const body = await this.call(destination, 'make_knock', {
-      destination,
-      method: 'GET',
-      path: `/federation/v1/make_knock/${enc(roomId)}/${enc(userId)}`,
-      query: { ver: [...versions] },
-      timeoutMs: MAKE_TIMEOUT_MS,
-    });
-    const event = body['event'];
-    const roomVersion = body['room_version'];
-    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered make_knock without a template`);
-    return { roomVersion, event };
+  makeKnock(destination: string, roomId: string, userId: string, versions: readonly string[]) {
+    return this.template(destination, 'make_knock', roomId, userId, versions);
   }
 
   async sendKnock(destination: string, roomId: string, eventId: string, pdu: Pdu) {
@@ -83,17 +63,8 @@ export class FederationMembership implements RemoteMembershipPort, RemoteInviteP
     return { knockRoomState: Array.isArray(state) ? state.filter(isJsonObject) : [] };
   }
 
-  async makeLeave(destination: string, roomId: string, userId: string) {
-    const body = await this.call(destination, 'make_leave', {
-      destination,
-      method: 'GET',
-      path: `/federation/v1/make_leave/${enc(roomId)}/${enc(userId)}`,
-      timeoutMs: MAKE_TIMEOUT_MS,
-    });
-    const event = body['event'];
-    const roomVersion = body['room_version'] ?? '1';
-    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered make_leave without a template`);
-    return { roomVersion, event };
+  makeLeave(destination: string, roomId: string, userId: string) {
+    return this.template(destination, 'make_leave', roomId, userId, undefined);
   }
 
   async sendLeave(destination: string, roomId: string, eventId: string, pdu: Pdu): Promise<void> {
@@ -133,6 +104,21 @@ export class FederationMembership implements RemoteMembershipPort, RemoteInviteP
     const event = isJsonObject(answer) ? answer['event'] : undefined;
     if (!isJsonObject(event)) throw new HearthError(502, 'M_UNKNOWN', `${destination} answered the invite without the event`);
     return event;
+  }
+
+  /** GET /make_join, /make_knock or /make_leave: the room's version (1 when unnamed) and the template. */
+  private async template(destination: string, what: 'make_join' | 'make_knock' | 'make_leave', roomId: string, userId: string, versions: readonly string[] | undefined) {
+    const body = await this.call(destination, what, {
+      destination,
+      method: 'GET',
+      path: `/federation/v1/${what}/${enc(roomId)}/${enc(userId)}`,
+      ...(versions !== undefined ? { query: { ver: [...versions] } } : {}),
+      timeoutMs: MAKE_TIMEOUT_MS,
+    });
+    const event = body['event'];
+    const roomVersion = body['room_version'] ?? '1';
+    if (!isJsonObject(event) || typeof roomVersion !== 'string') throw new HearthError(502, 'M_UNKNOWN', `${destination} answered ${what} without a template`);
+    return { roomVersion, event };
   }
 
   private async call(destination: string, what: string, req: FederationRequest): Promise<Record<string, unknown>> {

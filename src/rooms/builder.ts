@@ -20,6 +20,7 @@ import {
 } from '../protocol/events.js';
 import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
+import type { RoomVersion } from '../protocol/room-versions.js';
 import type { SigningKey } from '../protocol/signing.js';
 import { keysToDecide, redactedRoomEvent, StateNotLoaded, type EventRef, type RoomHead } from './head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from './persist-event.js';
@@ -44,7 +45,8 @@ export interface BuildContext {
   readonly now: () => number;
 }
 
-function refsFor(head: RoomHead, refs: readonly EventRef[]): EventReferences {
+/** Event references as a room's version writes them: ids, or (v1–v2) ids with reference hashes. */
+export function refsFor(head: { readonly version: RoomVersion }, refs: readonly EventRef[]): EventReferences {
   if (head.version.eventIdFormat !== 'v1') return refs.map((r) => r.eventId);
   return refs.map((r): [string, { sha256: string }] => [r.eventId, { sha256: r.referenceHash ?? '' }]);
 }

@@ -12,14 +12,15 @@ import { randomBytes } from 'node:crypto';
 import { authTypesForEvent } from '../../protocol/auth-events.js';
 import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
-import { referenceIds, stateKey, type EventReferences, type Pdu } from '../../protocol/events.js';
+import { referenceIds, stateKey, type Pdu } from '../../protocol/events.js';
 import { computeEventId, hashAndSignEvent, hashAndSignEventWithId, type PduDraft } from '../../protocol/hashes.js';
 import { isUserOf, parseRoomId, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../../protocol/room-versions.js';
 import { insertRoom, roomById } from '../../storage/rooms/rooms.js';
+import { refsFor } from '../builder.js';
 import type { RoomCore } from '../core.js';
-import { keysToDecide, RoomHead, type EventRef } from '../head.js';
+import { keysToDecide, RoomHead } from '../head.js';
 import type { KeyRing } from '../input/key-ring.js';
 import { checkReceivedPdus } from '../input/pdu-checks.js';
 import { candidateOf, type ReceiveOutcome } from '../input/receive.js';
@@ -35,11 +36,6 @@ export interface RemoteInvitePort {
 
 /** The receiving pipeline (RoomService.receive). */
 export type Receive = (origin: string, pdus: readonly unknown[]) => Promise<ReceiveOutcome[]>;
-
-function refsFor(version: RoomVersion, refs: readonly EventRef[]): EventReferences {
-  if (version.eventIdFormat !== 'v1') return refs.map((r) => r.eventId);
-  return refs.map((r): [string, { sha256: string }] => [r.eventId, { sha256: r.referenceHash ?? '' }]);
-}
 
 /** Whether the head is a room this server holds only an out-of-band membership of (no create event). */
 export function isOutOfBand(head: RoomHead): boolean {
@@ -78,8 +74,8 @@ export async function inviteRemoteUser(
       content,
       origin_server_ts: core.now(),
       depth: depth + 1,
-      prev_events: refsFor(version, prevRefs),
-      auth_events: refsFor(version, authRefs),
+      prev_events: refsFor({ version }, prevRefs),
+      auth_events: refsFor({ version }, authRefs),
     } as unknown as PduDraft;
     const signed = hashAndSignEventWithId(draft, core.serverName, core.build.signingKey, version);
     const auth = checkEventAuth(
@@ -256,7 +252,7 @@ export async function rejectOutOfBand(
   }
   if (leave === undefined) {
     const ref = head.stateRefs.get(key)!;
-    const refs = refsFor(version, [ref]);
+    const refs = refsFor({ version }, [ref]);
     const draft = { ...v1Id(), ...fields, origin_server_ts: core.now(), depth: ref.depth + 1, prev_events: refs, auth_events: refs } as unknown as PduDraft;
     leave = hashAndSignEventWithId(draft, core.serverName, core.build.signingKey, version).pdu;
   }

@@ -13,12 +13,13 @@
 import { authTypesForEvent } from '../../protocol/auth-events.js';
 import { HearthError } from '../../protocol/errors.js';
 import { checkEventAuth } from '../../protocol/event-auth.js';
-import { stateKey, type EventReferences, type Pdu } from '../../protocol/events.js';
+import { stateKey, type Pdu } from '../../protocol/events.js';
 import { computeEventId, hashAndSignEvent, type PduDraft } from '../../protocol/hashes.js';
 import { isUserOf, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { authChainIds } from '../../storage/rooms/graph.js';
 import { serverJoinedNow } from '../../storage/rooms/for-servers.js';
+import { refsFor } from '../builder.js';
 import type { RoomCore } from '../core.js';
 import { keysToDecide, type EventRef, type RoomHead } from '../head.js';
 import type { ReceiveOutcome } from '../input/receive.js';
@@ -57,11 +58,6 @@ const DEFAULT_SUPPORTED_VERSIONS: readonly string[] = ['1'];
 function requireUserOf(origin: string, userId: unknown, what: string): string {
   if (!isUserOf(userId, origin)) throw HearthError.forbidden(`${what} ${String(userId)} is not a user of ${origin}`);
   return userId;
-}
-
-function refsFor(head: RoomHead, refs: readonly EventRef[]): EventReferences {
-  if (head.version.eventIdFormat !== 'v1') return refs.map((r) => r.eventId);
-  return refs.map((r): [string, { sha256: string }] => [r.eventId, { sha256: r.referenceHash ?? '' }]);
 }
 
 /**
