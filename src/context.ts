@@ -35,6 +35,7 @@ import { KnownFirstKeyRing, StaticKeyRing, type KeyRing } from './rooms/input/ke
 import type { RemoteEvents } from './rooms/input/remote-events.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
+import { serverSharesRoomWith } from './storage/federation/room-servers.js';
 import { AccountService, type AccountServiceDeps } from './users/accounts.js';
 import { AccountDataService } from './users/account-data.js';
 import { FilterService } from './users/filters.js';
@@ -55,6 +56,8 @@ import { mediaConfigRoutes } from './client/media/config.js';
 import { openIdUserInfoRoutes } from './federation/openid.js';
 import { FederationClient, type FederationRequest } from './federation/client.js';
 import { federationCheckRoutes } from './federation/check-routes.js';
+import { EduOutbox, toDeviceOutbound } from './federation/edu-outbox.js';
+import { DeviceListEdus } from './federation/device-list-edus.js';
 import { EduSender } from './federation/edu-sender.js';
 import { eduHandlers } from './federation/edus.js';
 import { federationEventRoutes } from './federation/event-routes.js';
@@ -235,11 +238,29 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     eventCache: { maxBytes: core.config.global.cache.max_size_estimated, maxAgeMs: core.config.global.cache.max_age },
   });
   const roomService = rooms;
-  presence = new PresenceService({ db, notifier, usersSharingRooms: sharing });
+  // Local users' typing, public receipts and presence go to the other servers as they happen; what
+  // must not be lost (to-device messages, device-list and signing-key updates) is queued durably.
+  const edus = federation === undefined ? undefined : new EduSender({ db, serverName, client: federation.client, log: core.log });
+  const outbox =
+    federation === undefined
+      ? undefined
+      : new EduOutbox({
+          db,
+          serverName,
+          client: federation.client,
+          log: core.log,
+          ...(options.federation?.senderRetry !== undefined ? { retry: options.federation.senderRetry } : {}),
+        });
+  const deviceListEdus = outbox === undefined ? undefined : new DeviceListEdus({ serverName, outbox });
+  presence = new PresenceService({
+    db,
+    notifier,
+    usersSharingRooms: sharing,
+    serverName,
+    ...(edus ? { onChange: (u: string, c: Parameters<EduSender['presence']>[1]) => edus.presence(u, c) } : {}),
+  });
   const pushRules = new PushRuleService({ accountData });
   const filters = new FilterService({ db });
-  // Local users' typing and public receipts go to the room's other servers as they happen.
-  const edus = federation === undefined ? undefined : new EduSender({ db, serverName, client: federation.client, log: core.log });
   const typing = new TypingService({ notifier, isJoined, ...(edus ? { onTyping: (u: string, r: string, t: boolean) => edus.typing(u, r, t) } : {}) });
   const receipts = new ReceiptService({
     db,
@@ -252,13 +273,20 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     },
     ...(edus ? { onReceipt: (r: Parameters<EduSender['receipt']>[0]) => edus.receipt(r) } : {}),
   });
-  const toDevice = new ToDeviceService({ db, notifier, serverName });
+  const toDevice = new ToDeviceService({ db, notifier, serverName, ...(outbox ? { remote: toDeviceOutbound(outbox) } : {}) });
   const userDirectory = new UserDirectoryService({
     db,
     usersSharingRooms: sharing,
     usersInPublicRooms: () => usersInPublicRooms(db),
   });
-  const crossSigning = new CrossSigningService({ db, notifier, serverName, usersSharingRooms: sharing, uia: passwordAuth(db, serverName) });
+  const crossSigning = new CrossSigningService({
+    db,
+    notifier,
+    serverName,
+    usersSharingRooms: sharing,
+    uia: passwordAuth(db, serverName),
+    ...(deviceListEdus ? { outbound: deviceListEdus } : {}),
+  });
   const deviceKeys = new DeviceKeyService({
     db,
     notifier,
@@ -266,6 +294,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     usersSharingRooms: sharing,
     crossSigning,
     ...(federation !== undefined ? { remoteKeys: remoteKeys(federation.client) } : {}),
+    ...(deviceListEdus ? { outbound: deviceListEdus } : {}),
   });
   const backups = new KeyBackupService({ db });
   const deviceLists = new DeviceListTracker({ db, reader: roomService.reader, notifier });
@@ -273,7 +302,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const announcing = (what: string, fn: () => Promise<void>) =>
     fn().catch((err: unknown) => core.log.warn(`announcing ${what} failed`, { err: String(err) }));
   const accounts = accountService(core, {
-    onDeviceChanged: (userId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId)),
+    onDeviceChanged: (userId, deviceId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId, deviceId)),
     onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
     // A deactivated account leaves every room it is in and its key backups go; an erased one's
     // events are served redacted from now on.
@@ -355,7 +384,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
   ];
   let federationSender: FederationSender | undefined;
-  if (federation !== undefined) {
+  if (federation !== undefined && outbox !== undefined) {
     const authenticateServer = serverAuthenticator({ serverName, keyRing: anyKeyRing });
     const sender = new FederationSender({
       db,
@@ -367,11 +396,20 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       ...(options.federation?.senderRetry !== undefined ? { retry: options.federation.senderRetry } : {}),
     });
     await sender.start();
+    await outbox.start();
     federationSender = sender;
     const transactions = new TransactionReceiver({
       db,
       rooms: roomService,
-      edus: eduHandlers({ typing, isJoined, receipts }),
+      edus: eduHandlers({
+        typing,
+        isJoined,
+        receipts,
+        toDevice,
+        deviceLists: deviceKeys,
+        presence,
+        sharesRoomWithLocalUser: (userId) => serverSharesRoomWith(db, serverName, userId),
+      }),
       warn: (message, fields) => core.log.warn(message, fields),
     });
     parts.push({
@@ -387,10 +425,14 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       authenticateServer: async (req) => {
         const origin = await authenticateServer(req);
         sender.contacted(origin);
+        outbox.contacted(origin);
         return origin;
       },
       close: async () => {
+        // Closing the client abandons the requests in flight: what they carried stays queued.
+        const outboxStopped = outbox.stop();
         await federation.client.close();
+        await outboxStopped;
         await sender.stop();
       },
     });

@@ -1,13 +1,16 @@
-// Ephemeral news of this server's users to the other servers in their rooms: typing (m.typing)
-// and public read receipts (m.receipt). Sent at once, each in a transaction of its own, and not
-// kept: a server that misses one gets the next (typing times out by itself; a later receipt
-// replaces an earlier one). Other servers' users are never echoed back.
+// Ephemeral news of this server's users to the other servers in their rooms: typing (m.typing),
+// public read receipts (m.receipt) and presence (m.presence, to every server sharing a room with
+// the user). Sent at once, each in a transaction of its own, and not kept: a server that misses
+// one gets the next (typing times out by itself; a later receipt replaces an earlier one; presence
+// is repeated while the user is not offline). Other servers' users are never echoed back. What
+// must not be lost goes through the durable queue instead (edu-outbox.ts).
 
 import type { Kysely } from 'kysely';
 import { isUserOf } from '../protocol/ids/user-id.js';
 import type { JsonObject } from '../protocol/json.js';
-import { joinedServersOf } from '../storage/federation/room-servers.js';
+import { joinedServersOf, serversSharingRoomsWith } from '../storage/federation/room-servers.js';
 import type { Schema } from '../storage/schema.js';
+import type { PresenceContent } from '../users/presence.js';
 import type { FederationRequest, FederationResponse } from './client.js';
 
 export interface EduSenderOptions {
@@ -41,12 +44,28 @@ export class EduSender {
     void this.toRoom(r.roomId, { edu_type: 'm.receipt', content });
   }
 
-  private async toRoom(roomId: string, edu: JsonObject): Promise<void> {
+  presence(userId: string, content: PresenceContent): void {
+    if (!isUserOf(userId, this.options.serverName)) return;
+    const update: JsonObject = {
+      user_id: userId,
+      presence: content.presence,
+      last_active_ago: content.last_active_ago ?? 0,
+      currently_active: content.currently_active ?? false,
+      ...(content.status_msg !== undefined ? { status_msg: content.status_msg } : {}),
+    };
+    void this.toServers(() => serversSharingRoomsWith(this.options.db, userId), { edu_type: 'm.presence', content: { push: [update] } });
+  }
+
+  private toRoom(roomId: string, edu: JsonObject): Promise<void> {
+    return this.toServers(() => joinedServersOf(this.options.db, roomId), edu, { roomId });
+  }
+
+  private async toServers(list: () => Promise<string[]>, edu: JsonObject, details: object = {}): Promise<void> {
     let servers: string[];
     try {
-      servers = (await joinedServersOf(this.options.db, roomId)).filter((s) => s !== this.options.serverName);
+      servers = (await list()).filter((s) => s !== this.options.serverName);
     } catch (err) {
-      this.options.log.warn('could not list the servers of a room for an EDU', { roomId, error: String(err) });
+      this.options.log.warn('could not list the servers for an EDU', { ...details, type: edu['edu_type'], error: String(err) });
       return;
     }
     await Promise.all(servers.map((destination) => this.send(destination, edu)));

@@ -1,8 +1,13 @@
 // EDUs other servers send: what each may claim is checked here. An origin speaks only for its own
-// users, and only in rooms they are joined to (the typing and receipt services check membership).
+// users: typing and receipts only in rooms they are joined to (the typing and receipt services
+// check membership); device lists, signing keys and presence only of users sharing a room with a
+// user of this server; to-device messages only from its users, delivered to this server's users.
 
 import { isUserOf } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import type { DeviceKeyService } from '../users/device-keys.js';
+import { MAX_STATUS_MSG_LENGTH, PRESENCE_STATES, type PresenceService, type PresenceState } from '../users/presence.js';
+import type { ToDeviceService } from '../users/to-device.js';
 import { DEFAULT_TYPING_TIMEOUT_MS, type TypingService } from '../users/typing.js';
 import type { EduHandlers } from './transactions.js';
 
@@ -10,12 +15,24 @@ export interface EduDeps {
   readonly typing: Pick<TypingService, 'start' | 'stop'>;
   readonly isJoined: (userId: string, roomId: string) => Promise<boolean>;
   readonly receipts: { sendReceipt(userId: string, roomId: string, receiptType: string, eventId: string, threadId?: unknown): Promise<void> };
+  readonly toDevice?: Pick<ToDeviceService, 'deliverRemote'>;
+  readonly deviceLists?: Pick<DeviceKeyService, 'remoteDeviceListChanged'>;
+  readonly presence?: Pick<PresenceService, 'setRemotePresence'>;
+  /** Whether a user of this server is joined to a room the user is joined to. */
+  readonly sharesRoomWithLocalUser?: (userId: string) => Promise<boolean>;
 }
 
 /** Receipt types that travel between servers (`m.read.private` never does). */
 const FEDERATED_RECEIPTS = new Set(['m.read']);
 
 export function eduHandlers(deps: EduDeps): EduHandlers {
+  const shares = (userId: string) => deps.sharesRoomWithLocalUser?.(userId) ?? Promise.resolve(false);
+  // A user of the origin whose devices or cross-signing keys changed: our users re-read them.
+  const deviceListChanged = async (origin: string, content: JsonObject) => {
+    const userId = content['user_id'];
+    if (deps.deviceLists === undefined || !isUserOf(userId, origin) || !(await shares(userId))) return;
+    await deps.deviceLists.remoteDeviceListChanged(userId);
+  };
   return {
     // m.typing: {room_id, user_id, typing}; a remote typist times out like a local one.
     async typing(origin: string, content: JsonObject) {
@@ -41,6 +58,35 @@ export function eduHandlers(deps: EduDeps): EduHandlers {
             await deps.receipts.sendReceipt(userId, roomId, receiptType, eventId, data['thread_id']).catch(() => undefined);
           }
         }
+      }
+    },
+    // m.direct_to_device: {sender, type, message_id, messages: {user: {device | '*': content}}}.
+    async directToDevice(origin: string, content: JsonObject) {
+      const { sender, type, message_id: messageId, messages } = content;
+      if (deps.toDevice === undefined || !isUserOf(sender, origin)) return;
+      if (typeof type !== 'string' || typeof messageId !== 'string' || !isJsonObject(messages)) return;
+      await deps.toDevice.deliverRemote(origin, sender, type, messageId, messages);
+    },
+    // m.device_list_update: {user_id, device_id, stream_id, prev_id, deleted?, keys?}. No copy of
+    // other servers' device lists is kept (keys are asked for when a client queries them), so
+    // only the change is noted.
+    deviceListUpdate: deviceListChanged,
+    // m.signing_key_update: {user_id, master_key?, self_signing_key?}: a change of that user's keys too.
+    signingKeyUpdate: deviceListChanged,
+    // m.presence: {push: [{user_id, presence, status_msg?, last_active_ago, currently_active?}]}.
+    async presence(origin: string, content: JsonObject) {
+      const push = content['push'];
+      if (deps.presence === undefined || !Array.isArray(push)) return;
+      for (const update of push) {
+        if (!isJsonObject(update)) continue;
+        const { user_id: userId, presence, status_msg: statusMsg, last_active_ago: ago } = update;
+        if (!isUserOf(userId, origin) || typeof presence !== 'string' || !(PRESENCE_STATES as readonly string[]).includes(presence)) continue;
+        if (!(await shares(userId))) continue;
+        await deps.presence.setRemotePresence(userId, {
+          presence: presence as PresenceState,
+          statusMsg: typeof statusMsg === 'string' ? statusMsg.slice(0, MAX_STATUS_MSG_LENGTH) : null,
+          lastActiveAgo: typeof ago === 'number' && Number.isFinite(ago) ? ago : 0,
+        });
       }
     },
   };

@@ -3,7 +3,7 @@
 // (the origin retrying after a lost answer) gets that answer without anything being done again,
 // also while the first is still being processed. PDUs go to the room server's pipeline, which
 // checks each one on receipt and keeps one room's PDUs in order; EDUs are checked for what their
-// origin may claim (its own users, in rooms they are in).
+// origin may claim (its own users, in rooms they are in or sharing a room with ours; edus.ts).
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -27,7 +27,21 @@ export interface TransactionAnswer {
 export interface EduHandlers {
   typing?(origin: string, content: JsonObject): Promise<void>;
   receipt?(origin: string, content: JsonObject): Promise<void>;
+  directToDevice?(origin: string, content: JsonObject): Promise<void>;
+  deviceListUpdate?(origin: string, content: JsonObject): Promise<void>;
+  signingKeyUpdate?(origin: string, content: JsonObject): Promise<void>;
+  presence?(origin: string, content: JsonObject): Promise<void>;
 }
+
+/** The handler of each EDU type; other types are dropped. */
+const EDU_HANDLERS: Readonly<Record<string, keyof EduHandlers>> = {
+  'm.typing': 'typing',
+  'm.receipt': 'receipt',
+  'm.direct_to_device': 'directToDevice',
+  'm.device_list_update': 'deviceListUpdate',
+  'm.signing_key_update': 'signingKeyUpdate',
+  'm.presence': 'presence',
+};
 
 export interface TransactionReceiverDeps {
   readonly db: Kysely<Schema>;
@@ -111,10 +125,11 @@ export class TransactionReceiver {
     for (const r of await this.deniedRooms(origin, rooms.filter((id) => !denied.has(id as string)))) denied.add(r);
     if (type === 'm.typing' && denied.has(content['room_id'] as string)) return;
     if (type === 'm.receipt') content = Object.fromEntries(Object.entries(content).filter(([roomId]) => !denied.has(roomId)));
-    const handler = type === 'm.typing' ? this.deps.edus.typing : type === 'm.receipt' ? this.deps.edus.receipt : undefined;
+    const name = Object.hasOwn(EDU_HANDLERS, type) ? EDU_HANDLERS[type] : undefined;
+    const handler = name === undefined ? undefined : this.deps.edus[name];
     if (handler === undefined) return;
     try {
-      await handler(origin, content);
+      await handler.call(this.deps.edus, origin, content);
     } catch (err) {
       // One bad EDU never fails the transaction: the origin would resend it forever.
       this.deps.warn?.('an EDU was dropped', { origin, type, err: err instanceof HearthError ? err.message : String(err) });

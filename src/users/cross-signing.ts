@@ -5,7 +5,8 @@
 // Who sees which signature: everyone sees the signatures a user made on their own keys (their
 // self-signing key on their devices, their devices on their master key); a signature made with a
 // user-signing key on another user's master key is seen only by its signer. Changes reach sync
-// through the device_lists stream the same way.
+// through the device_lists stream the same way. Other servers hear of changes everyone may see
+// through the `outbound` port (m.signing_key_update, m.device_list_update).
 
 import type { Kysely } from 'kysely';
 import type { Requester } from './requester.js';
@@ -36,7 +37,7 @@ import {
   SignatureFailure,
   signatureBy,
 } from './cross-signing-checks.js';
-import { sameJson } from './device-keys.js';
+import { sameJson, type DeviceListOutbound } from './device-keys.js';
 import { passwordStage } from './password-stage.js';
 import { STAGE_PASSWORD, UserInteractiveAuth } from './uia.js';
 
@@ -56,6 +57,8 @@ export interface CrossSigningServiceDeps {
   readonly usersSharingRooms: (userId: string) => Promise<Set<string>>;
   /** Replacing cross-signing keys needs the account's password. */
   readonly uia: UserInteractiveAuth;
+  /** Other servers are told of changes everyone may see; without it (federation off), nobody is. */
+  readonly outbound?: Pick<DeviceListOutbound, 'devicesChanged' | 'signingKeysChanged' | 'send'>;
 }
 
 /** User-interactive auth by the account's password: what replacing cross-signing keys asks for. */
@@ -118,7 +121,7 @@ export class CrossSigningService {
 
     const changedTypes = new Set(changing.map(([type]) => type));
     const shared = changedTypes.has('master') || changedTypes.has('self_signing');
-    const position = await this.deps.db.transaction().execute(async (trx) => {
+    const change = await this.deps.db.transaction().execute(async (trx) => {
       for (const type of changedTypes) {
         const key = parsed.get(type)!;
         const old = stored.get(type);
@@ -130,10 +133,13 @@ export class CrossSigningService {
         await upsertCrossSigningKey(trx, userId, type, key);
       }
       // A new user-signing key concerns only its owner's devices.
-      return shared ? insertDeviceListChange(trx, userId) : insertPrivateDeviceListChanges(trx, [userId], userId);
+      if (!shared) return { position: await insertPrivateDeviceListChanges(trx, [userId], userId), destinations: [] };
+      const at = await insertDeviceListChange(trx, userId);
+      return { position: at, destinations: (await this.deps.outbound?.signingKeysChanged(trx, userId)) ?? [] };
     });
     if (session !== undefined) await this.deps.uia.finish(session);
-    await (shared ? this.announce(userId, position) : this.tellOnly(userId, position));
+    this.send(change.destinations);
+    await (shared ? this.announce(userId, change.position) : this.tellOnly(userId, change.position));
     return {};
   }
 
@@ -201,7 +207,7 @@ export class CrossSigningService {
       }
     }
 
-    await this.store(userId, accepted);
+    await this.store(userId, accepted, own?.get('master')?.publicKey);
     return { failures };
   }
 
@@ -239,8 +245,8 @@ export class CrossSigningService {
     return out;
   }
 
-  /** Stores the signatures not stored yet and announces them. */
-  private async store(userId: string, accepted: readonly StoredSignature[]): Promise<void> {
+  /** Stores the signatures not stored yet and announces them (`masterKey`: the signer's master public key). */
+  private async store(userId: string, accepted: readonly StoredSignature[], masterKey: string | undefined): Promise<void> {
     if (accepted.length === 0) return;
     const targets = [...new Set(accepted.map((s) => s.targetUserId))];
     const known = new Map<string, string>();
@@ -248,15 +254,25 @@ export class CrossSigningService {
     const fresh = accepted.filter((s) => known.get(signatureId(s)) !== s.signature);
     if (fresh.length === 0) return;
     const others = [...new Set(fresh.filter((s) => s.targetUserId !== userId).map((s) => s.targetUserId))];
-    const ownChanged = fresh.some((s) => s.targetUserId === userId);
+    const ownTargets = new Set(fresh.filter((s) => s.targetUserId === userId).map((s) => s.targetKeyId));
     const positions = await this.deps.db.transaction().execute(async (trx) => {
       await upsertSignatures(trx, fresh);
+      const own = ownTargets.size > 0 ? await insertDeviceListChange(trx, userId) : undefined;
+      const destinations = new Set<string>();
+      if (own !== undefined && this.deps.outbound !== undefined) {
+        // A signed master key is news of the signing keys; signed devices, of those devices.
+        const devices = [...ownTargets].filter((k) => k !== masterKey);
+        if (devices.length > 0) for (const d of await this.deps.outbound.devicesChanged(trx, userId, devices, own)) destinations.add(d);
+        if (masterKey !== undefined && ownTargets.has(masterKey)) for (const d of await this.deps.outbound.signingKeysChanged(trx, userId)) destinations.add(d);
+      }
       return {
-        own: ownChanged ? await insertDeviceListChange(trx, userId) : undefined,
+        own,
+        destinations,
         // What the user-signing key signed concerns only the signer's own devices.
         others: others.length > 0 ? await insertPrivateDeviceListChanges(trx, others, userId) : undefined,
       };
     });
+    this.send([...positions.destinations]);
     if (positions.own !== undefined) await this.announce(userId, positions.own);
     if (positions.others !== undefined) this.tellOnly(userId, positions.others);
   }
@@ -267,13 +283,17 @@ export class CrossSigningService {
     this.deps.notifier.notify({ stream: 'device_lists', position, userIds: [...users] });
   }
 
+  private send(destinations: readonly string[]): void {
+    if (destinations.length > 0) this.deps.outbound?.send(destinations);
+  }
+
   private tellOnly(userId: string, position: number): void {
     this.deps.notifier.notify({ stream: 'device_lists', position, userIds: [userId] });
   }
 }
 
 /** A copy of `obj` with these signatures added to the ones it carries. */
-function withSignatures(obj: JsonObject, signatures: readonly StoredSignature[]): JsonObject {
+export function withSignatures(obj: JsonObject, signatures: readonly StoredSignature[]): JsonObject {
   if (signatures.length === 0) return obj;
   const merged: JsonObject = {};
   const carried = obj['signatures'];

@@ -2,7 +2,9 @@
 // (upload, query, claim), and the device_lists stream that tells the users sharing a room with a
 // user when that user's devices or keys change. /keys/query also carries what cross-signing
 // (users/cross-signing.ts) adds. Other servers' users' keys are asked of their servers through
-// the `remoteKeys` port (federation/remote-keys.ts), when there is one.
+// the `remoteKeys` port (federation/remote-keys.ts), when there is one. Changes of local users
+// are told to the other servers in their rooms through the `outbound` port; other servers' news
+// of their users (`remoteDeviceListChanged`) goes on the same stream.
 
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -68,6 +70,19 @@ export interface RemoteKeys {
   ): Promise<{ one_time_keys: Record<string, Record<string, JsonObject>>; failures: RemoteKeyFailures }>;
 }
 
+/**
+ * News of local users' device and cross-signing key changes for the other servers sharing a room
+ * with them (federation/device-list-edus.ts). Called with the change's transaction, so that a
+ * committed change is never left untold; returns the servers to `send` to once it commits.
+ */
+export interface DeviceListOutbound {
+  /** These devices (every device of the user when undefined) changed at `position`: created, renamed, deleted, or their keys. */
+  devicesChanged(trx: Kysely<Schema>, userId: string, deviceIds: readonly string[] | undefined, position: number): Promise<readonly string[]>;
+  /** The user's master or self-signing key changed, or the signatures on the master key. */
+  signingKeysChanged(trx: Kysely<Schema>, userId: string): Promise<readonly string[]>;
+  send(destinations: readonly string[]): void;
+}
+
 /** `timeout` given outside the body (Synapse reads it from the query string). */
 export interface RemoteWait {
   readonly timeoutMs?: number;
@@ -83,6 +98,14 @@ export interface DeviceKeyServiceDeps {
   readonly crossSigning?: Pick<CrossSigningService, 'keysForQuery'>;
   /** Other servers' users' keys; without it (federation off), their servers are reported as failures. */
   readonly remoteKeys?: RemoteKeys;
+  /** Other servers are told of local users' changes; without it (federation off), nobody is. */
+  readonly outbound?: DeviceListOutbound;
+}
+
+/** A change on the device_lists stream and the servers its news was queued for. */
+interface RecordedChange {
+  readonly position: number;
+  readonly destinations: readonly string[];
 }
 
 export interface KeyRequester {
@@ -114,7 +137,7 @@ export class DeviceKeyService {
       fallbackAlgorithms.add(k.algorithm);
     }
 
-    const position = await this.deps.db.transaction().execute(async (trx) => {
+    const change = await this.deps.db.transaction().execute(async (trx) => {
       let changed = false;
       if (isJsonObject(deviceKeys)) {
         const existing = await selectDeviceKeys(trx, userId, deviceId);
@@ -136,10 +159,10 @@ export class DeviceKeyService {
         await insertOneTimeKeys(trx, userId, deviceId, fresh);
       }
       for (const k of fallbackKeys) await upsertFallbackKey(trx, userId, deviceId, k);
-      return changed ? insertDeviceListChange(trx, userId) : undefined;
+      return changed ? this.recordChange(trx, userId, [deviceId]) : undefined;
     });
     this.counts.delete(countKey(userId, deviceId));
-    if (position !== undefined) await this.announce(userId, position);
+    if (change !== undefined) await this.announce(userId, change);
     const counts = await this.keyCounts(userId, deviceId);
     return { one_time_key_counts: counts.oneTimeKeys };
   }
@@ -259,26 +282,47 @@ export class DeviceKeyService {
     return counts;
   }
 
-  /** A device was created or renamed: the users sharing a room with its owner hear of it. */
-  async deviceListChanged(userId: string): Promise<void> {
-    const position = await this.deps.db.transaction().execute((trx) => insertDeviceListChange(trx, userId));
-    await this.announce(userId, position);
+  /**
+   * A device was created or renamed (every device of the user may have changed when `deviceId` is
+   * not given): the users sharing a room with its owner hear of it.
+   */
+  async deviceListChanged(userId: string, deviceId?: string): Promise<void> {
+    const change = await this.deps.db.transaction().execute((trx) => this.recordChange(trx, userId, deviceId === undefined ? undefined : [deviceId]));
+    await this.announce(userId, change);
   }
 
   /** Devices were deleted: their keys go, and the change is announced. */
   async devicesDeleted(userId: string, deviceIds: readonly string[]): Promise<void> {
-    const position = await this.deps.db.transaction().execute(async (trx) => {
+    const change = await this.deps.db.transaction().execute(async (trx) => {
       await deleteKeysOfDevices(trx, userId, deviceIds);
-      return insertDeviceListChange(trx, userId);
+      return this.recordChange(trx, userId, deviceIds);
     });
     for (const d of deviceIds) this.counts.delete(countKey(userId, d));
-    await this.announce(userId, position);
+    await this.announce(userId, change);
   }
 
-  private async announce(userId: string, position: number): Promise<void> {
+  /**
+   * Another server says its user's devices or cross-signing keys changed: the local users sharing a
+   * room with them re-read that user's keys (asked of that server when they do).
+   */
+  async remoteDeviceListChanged(userId: string): Promise<void> {
+    if (serverNameOf(parseUserId(userId)) === this.deps.serverName) return;
+    const position = await this.deps.db.transaction().execute((trx) => insertDeviceListChange(trx, userId));
+    await this.announce(userId, { position, destinations: [] });
+  }
+
+  /** Records a change of these devices of a local user and queues the news for other servers. */
+  private async recordChange(trx: Kysely<Schema>, userId: string, deviceIds: readonly string[] | undefined): Promise<RecordedChange> {
+    const position = await insertDeviceListChange(trx, userId);
+    const destinations = (await this.deps.outbound?.devicesChanged(trx, userId, deviceIds, position)) ?? [];
+    return { position, destinations };
+  }
+
+  private async announce(userId: string, change: RecordedChange): Promise<void> {
+    if (change.destinations.length > 0) this.deps.outbound?.send(change.destinations);
     const users = await this.deps.usersSharingRooms(userId);
     users.add(userId);
-    this.deps.notifier.notify({ stream: 'device_lists', position, userIds: [...users] });
+    this.deps.notifier.notify({ stream: 'device_lists', position: change.position, userIds: [...users] });
   }
 }
 

@@ -2,6 +2,11 @@
 // unavailable after being idle for a while or when they say so, offline once they stop syncing.
 // Changes are shown to the users who share a room with them.
 //
+// Other servers' users' presence is as their servers say (`setRemotePresence`), and offline once
+// a server has said nothing of a user for 30 minutes; local users' changes go to the other servers
+// in their rooms through `onChange`, and again every 25 minutes while they are not offline, so
+// that those servers do not time them out.
+//
 // Every sync and every send asks for the user's presence, so rows are kept in memory (written
 // through to the database), and so is the recent log of who changed at which position and who
 // was told: a sync finds there whether anything changed for it since its token without reading
@@ -9,6 +14,7 @@
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
+import { isUserOf } from '../protocol/ids/user-id.js';
 import type { Schema } from '../storage/schema.js';
 import { allocateStreamPosition } from '../streams/positions.js';
 import {
@@ -30,13 +36,16 @@ export const SYNC_ONLINE_TIMEOUT_MS = 30_000;
 export const IDLE_TIMEOUT_MS = 5 * 60_000;
 /** Within this of their last activity a user is `currently_active`; activity inside it is not re-announced. */
 export const LAST_ACTIVE_GRANULARITY_MS = 60_000;
-const MAX_STATUS_MSG_LENGTH = 1024;
+export const MAX_STATUS_MSG_LENGTH = 1024;
 /** Presence rows kept in memory (least recently used dropped first). */
 const ROWS_KEPT = 50_000;
 /** Recent changes remembered (with their audiences); a sync token older than them reads the database. */
 const CHANGES_KEPT = 2_000;
 /** Audience entries remembered over all those changes (about 50 bytes each). */
 const AUDIENCE_KEPT = 200_000;
+/** Another server's user not heard of for this long is offline; ours are re-announced more often. */
+export const FEDERATION_TIMEOUT_MS = 30 * 60_000;
+export const FEDERATION_PING_MS = 25 * 60_000;
 
 export interface PresenceServiceDeps {
   readonly db: Kysely<Schema>;
@@ -48,6 +57,17 @@ export interface PresenceServiceDeps {
   readonly enabled?: boolean;
   readonly syncOnlineTimeoutMs?: number;
   readonly idleTimeoutMs?: number;
+  /** This server's name: other servers' users are not timed out by local syncs. Default: every user is local. */
+  readonly serverName?: string;
+  /** A local user's presence changed (or is repeated for other servers): federation's EDU sender. */
+  readonly onChange?: (userId: string, content: PresenceContent) => void;
+}
+
+/** Another server's word on its user's presence (m.presence). */
+export interface RemotePresence {
+  readonly presence: PresenceState;
+  readonly statusMsg: string | null;
+  readonly lastActiveAgo: number;
 }
 
 export interface PresenceContent {
@@ -83,6 +103,9 @@ export class PresenceService {
   private readonly changes: PresenceChange[] = [];
   private changesFloor: number | undefined;
   private audienceKept = 0;
+  /** When other servers last spoke of their users, and when local users were last told to them. */
+  private readonly remoteHeard = new Map<string, number>();
+  private readonly federated = new Map<string, number>();
 
   constructor(private readonly deps: PresenceServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -173,6 +196,26 @@ export class PresenceService {
     await this.store(userId, { state: 'online', statusMsg: current?.statusMsg ?? null, lastActiveTs: now });
   }
 
+  /**
+   * Another server's update of its user (the caller checked the user is of that server and shares
+   * a room with a local user). Repeats of what is stored only keep the user from timing out.
+   */
+  async setRemotePresence(userId: string, update: RemotePresence): Promise<void> {
+    if (!this.enabled || this.isLocal(userId)) return;
+    const now = this.now();
+    remember(this.remoteHeard, userId, now);
+    const lastActiveTs = now - Math.max(0, update.lastActiveAgo);
+    const current = await this.rowOf(userId);
+    if (
+      current?.state === update.presence &&
+      current.statusMsg === update.statusMsg &&
+      Math.abs(current.lastActiveTs - lastActiveTs) < LAST_ACTIVE_GRANULARITY_MS
+    ) {
+      return;
+    }
+    await this.store(userId, { state: update.presence, statusMsg: update.statusMsg, lastActiveTs });
+  }
+
   /** The profile shown with presence changed: announce the presence again. */
   async profileChanged(userId: string): Promise<void> {
     if (!this.enabled) return;
@@ -216,24 +259,37 @@ export class PresenceService {
 
   /**
    * Applies the timeouts: online users idle past the idle timeout become unavailable; users
-   * who have not synced within the sync timeout (and are not syncing now) become offline.
+   * who have not synced within the sync timeout (and are not syncing now) become offline. Other
+   * servers' users become offline when their server has not spoken of them for a while; local
+   * users not offline are told to other servers again before those would time them out.
    */
   async sweep(): Promise<void> {
     if (!this.enabled) return;
     const now = this.now();
     for (const row of await selectPresentUsers(this.deps.db)) {
-      if ((this.activeSyncs.get(row.userId) ?? 0) > 0) {
-        if (row.state === 'online' && now - row.lastActiveTs > this.idleTimeout) {
-          await this.store(row.userId, { ...row, state: 'unavailable' });
+      if (!this.isLocal(row.userId)) {
+        if (now - (this.remoteHeard.get(row.userId) ?? this.startedAt) > FEDERATION_TIMEOUT_MS) {
+          this.remoteHeard.delete(row.userId);
+          await this.store(row.userId, { ...row, state: 'offline' });
         }
         continue;
       }
-      const lastSeen = this.lastSyncEnd.get(row.userId) ?? this.startedAt;
-      if (now - lastSeen > this.syncTimeout) await this.store(row.userId, { ...row, state: 'offline' });
-      else if (row.state === 'online' && now - row.lastActiveTs > this.idleTimeout) {
-        await this.store(row.userId, { ...row, state: 'unavailable' });
+      const next = this.timedOut(row, now);
+      if (next !== undefined) await this.store(row.userId, { ...row, state: next });
+      else if (this.deps.onChange !== undefined && now - (this.federated.get(row.userId) ?? 0) > FEDERATION_PING_MS) {
+        remember(this.federated, row.userId, now);
+        this.deps.onChange(row.userId, this.contentOf(row, now));
       }
     }
+  }
+
+  /** The state a local user's timeouts move them to, if any. */
+  private timedOut(row: PresenceRow, now: number): PresenceState | undefined {
+    const idle = row.state === 'online' && now - row.lastActiveTs > this.idleTimeout;
+    if ((this.activeSyncs.get(row.userId) ?? 0) > 0) return idle ? 'unavailable' : undefined;
+    const lastSeen = this.lastSyncEnd.get(row.userId) ?? this.startedAt;
+    if (now - lastSeen > this.syncTimeout) return 'offline';
+    return idle ? 'unavailable' : undefined;
   }
 
   /** Runs `sweep` every `intervalMs` until close(). */
@@ -308,6 +364,15 @@ export class PresenceService {
     audience.add(userId);
     this.remember({ position: row.position, userId, audience });
     this.deps.notifier.notify({ stream: 'presence', position: row.position, userIds: [...audience] });
+    if (this.deps.onChange !== undefined && this.isLocal(userId)) {
+      const now = this.now();
+      remember(this.federated, userId, now);
+      this.deps.onChange(userId, this.contentOf(row, now));
+    }
+  }
+
+  private isLocal(userId: string): boolean {
+    return this.deps.serverName === undefined || isUserOf(userId, this.deps.serverName);
   }
 
   /** Logs a change, kept in position order (concurrent stores may commit out of order). */
@@ -326,6 +391,13 @@ export class PresenceService {
     const dropped = this.changes.splice(0, n);
     this.changesFloor = Math.max(this.changesFloor ?? 0, dropped[dropped.length - 1]!.position);
   }
+}
+
+/** Sets a time in a map bounded like the rows (least recently set dropped first). */
+function remember(map: Map<string, number>, userId: string, ts: number): void {
+  map.delete(userId);
+  map.set(userId, ts);
+  if (map.size > ROWS_KEPT) map.delete(map.keys().next().value as string);
 }
 
 interface PresenceChange {

@@ -1,17 +1,25 @@
 // Send-to-device messaging. Messages are queued per recipient device on the to_device stream and
 // delivered by sync exactly once: a sync hands out those after its `since` position, and the next
 // sync, by presenting a later position, acknowledges them and they are deleted.
+//
+// Messages for other servers' users are handed, per server, to the `remote` port (federation's
+// durable EDU queue) inside the same transaction as the sender's transaction id, so a client's
+// retry queues nothing twice and a committed send is never lost. Other servers' users' messages
+// (`deliverRemote`) are delivered here like local ones, once per (origin, sender, message id).
 
 import type { Kysely } from 'kysely';
+import { randomBytes } from 'node:crypto';
 import { HearthError } from '../protocol/errors.js';
 import { parseUserId, serverNameOf } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
 import { allocateStreamPosition } from '../streams/positions.js';
 import {
+  claimInboundToDevice,
   claimToDeviceTxn,
   deleteToDeviceUpTo,
   insertToDeviceMessages,
+  pruneInboundToDevice,
   selectDeviceIds,
   selectToDevice,
   type QueuedToDevice,
@@ -21,6 +29,28 @@ import type { StreamBus } from '../streams/bus.js';
 /** The spec's recommended cap on messages per sync response. */
 export const DEFAULT_TO_DEVICE_LIMIT = 100;
 const MAX_EVENT_TYPE_LENGTH = 255;
+/** Longer than the spec's 32 codepoints: a sender that overshoots is still deduplicated, not dropped. */
+const MAX_MESSAGE_ID_LENGTH = 255;
+/** Received message ids are kept this long: an origin retries for far less. */
+const MESSAGE_IDS_KEPT_MS = 7 * 24 * 3600_000;
+const PRUNE_EVERY_MS = 3600_000;
+
+/** One other server's share of a send: its users' messages (device id or `*` → content). */
+export interface RemoteToDeviceMessage {
+  readonly sender: string;
+  readonly type: string;
+  /** Unique per send: the receiving server delivers each once. */
+  readonly messageId: string;
+  readonly messages: Record<string, JsonObject>;
+}
+
+/** Where messages for other servers' users go (federation's durable EDU queue). */
+export interface RemoteToDevice {
+  /** Queues the message for `destination` within the send's transaction. */
+  queue(trx: Kysely<Schema>, destination: string, message: RemoteToDeviceMessage): Promise<void>;
+  /** The send committed: deliver what it queued. */
+  send(destinations: readonly string[]): void;
+}
 
 export interface ToDeviceServiceDeps {
   readonly db: Kysely<Schema>;
@@ -28,6 +58,8 @@ export interface ToDeviceServiceDeps {
   readonly serverName: string;
   /** The user's device ids, for `*`; by default read from the devices table. */
   readonly deviceIds?: (userId: string) => Promise<readonly string[]>;
+  /** Messages for other servers' users; without it (federation off) they are dropped. */
+  readonly remote?: RemoteToDevice;
   readonly now?: () => number;
 }
 
@@ -54,6 +86,7 @@ export interface ToDeviceSender {
 export class ToDeviceService {
   private readonly now: () => number;
   private readonly deviceIds: (userId: string) => Promise<readonly string[]>;
+  private lastPrune = 0;
 
   constructor(private readonly deps: ToDeviceServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -63,24 +96,56 @@ export class ToDeviceService {
   /**
    * PUT /sendToDevice/{eventType}/{txnId} with `messages` (user → device or `*` → content).
    * A repeated txnId from the same device queues nothing again. Messages for users on other
-   * servers are dropped until federation can carry them.
+   * servers go to their servers (dropped when federation is off).
    */
   async send(sender: ToDeviceSender, eventType: string, txnId: string, messages: unknown): Promise<void> {
-    if (eventType.length === 0 || eventType.length > MAX_EVENT_TYPE_LENGTH) {
-      throw HearthError.invalidParam(`Event type must be 1 to ${MAX_EVENT_TYPE_LENGTH} characters`);
-    }
+    checkEventType(eventType);
     if (!isJsonObject(messages)) throw HearthError.badJson("'messages' must be an object");
-    const queued = await this.expand(sender.userId, eventType, messages);
-    const position = await this.deps.db.transaction().execute(async (trx) => {
+    const { local: queued, remote } = await this.expand(sender.userId, eventType, messages);
+    const outbound = this.deps.remote;
+    const sent = await this.deps.db.transaction().execute(async (trx) => {
       if (!(await claimToDeviceTxn(trx, sender.userId, sender.deviceId ?? '', txnId, this.now()))) return undefined;
+      if (outbound !== undefined) {
+        for (const [destination, byUser] of remote) {
+          const messageId = randomBytes(12).toString('base64url');
+          await outbound.queue(trx, destination, { sender: sender.userId, type: eventType, messageId, messages: byUser });
+        }
+      }
+      if (queued.length === 0) return { position: undefined };
+      const p = await allocateStreamPosition(trx, 'to_device');
+      await insertToDeviceMessages(trx, queued, p);
+      return { position: p };
+    });
+    if (sent === undefined) return;
+    if (outbound !== undefined && remote.size > 0) outbound.send([...remote.keys()]);
+    if (sent.position === undefined) return;
+    const recipients = [...new Set(queued.map((m) => m.userId))];
+    this.deps.notifier.notify({ stream: 'to_device', position: sent.position, userIds: recipients });
+  }
+
+  /**
+   * m.direct_to_device from `origin` (which the caller checked `sender` belongs to): delivered to
+   * this server's users as a local sender's messages are; other users named are ignored. A message
+   * id seen before from the same origin and sender delivers nothing again.
+   */
+  async deliverRemote(origin: string, sender: string, eventType: string, messageId: string, messages: JsonObject): Promise<void> {
+    checkEventType(eventType);
+    if (messageId.length === 0 || messageId.length > MAX_MESSAGE_ID_LENGTH) throw HearthError.invalidParam('Bad message_id');
+    const { local: queued } = await this.expand(sender, eventType, messages, { localOnly: true });
+    const now = this.now();
+    const position = await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await claimInboundToDevice(trx, origin, sender, messageId, now))) return undefined;
       if (queued.length === 0) return undefined;
       const p = await allocateStreamPosition(trx, 'to_device');
       await insertToDeviceMessages(trx, queued, p);
       return p;
     });
+    if (now - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = now;
+      await pruneInboundToDevice(this.deps.db, now - MESSAGE_IDS_KEPT_MS);
+    }
     if (position === undefined) return;
-    const recipients = [...new Set(queued.map((m) => m.userId))];
-    this.deps.notifier.notify({ stream: 'to_device', position, userIds: recipients });
+    this.deps.notifier.notify({ stream: 'to_device', position, userIds: [...new Set(queued.map((m) => m.userId))] });
   }
 
   /**
@@ -116,26 +181,45 @@ export class ToDeviceService {
     await this.deps.db.deleteFrom('to_device_txns').where('created_ts', '<', this.now() - olderThanMs).execute();
   }
 
-  /** One message per recipient device; `*` names every device of the user, a later key wins. */
-  private async expand(sender: string, type: string, messages: JsonObject): Promise<QueuedToDevice[]> {
-    const out: QueuedToDevice[] = [];
+  /**
+   * One message per local recipient device (`*` names every device of the user, a later key
+   * wins), and the messages for other servers' users by server, as given (their servers expand `*`).
+   */
+  private async expand(
+    sender: string,
+    type: string,
+    messages: JsonObject,
+    options: { localOnly?: boolean } = {},
+  ): Promise<{ local: QueuedToDevice[]; remote: Map<string, Record<string, JsonObject>> }> {
+    const local: QueuedToDevice[] = [];
+    const remote = new Map<string, Record<string, JsonObject>>();
     for (const [userId, byDevice] of Object.entries(messages)) {
       const recipient = parseUserId(userId);
       if (!isJsonObject(byDevice)) throw HearthError.badJson(`messages.${userId} must be an object`);
-      const perDevice = new Map<string, JsonObject>();
       for (const [deviceId, content] of Object.entries(byDevice)) {
         if (!isJsonObject(content)) throw HearthError.badJson(`messages.${userId}.${deviceId} must be an object`);
-        if (deviceId === '*') {
-          if (serverNameOf(recipient) === this.deps.serverName) {
-            for (const d of await this.deviceIds(recipient)) perDevice.set(d, content);
-          }
-        } else {
-          perDevice.set(deviceId, content);
-        }
       }
-      if (serverNameOf(recipient) !== this.deps.serverName) continue;
-      for (const [deviceId, content] of perDevice) out.push({ userId: recipient, deviceId, sender, type, content });
+      const server = serverNameOf(recipient);
+      if (server !== this.deps.serverName) {
+        if (options.localOnly) continue;
+        const forServer = remote.get(server) ?? {};
+        forServer[recipient] = byDevice;
+        remote.set(server, forServer);
+        continue;
+      }
+      const perDevice = new Map<string, JsonObject>();
+      for (const [deviceId, content] of Object.entries(byDevice)) {
+        if (deviceId === '*') for (const d of await this.deviceIds(recipient)) perDevice.set(d, content as JsonObject);
+        else perDevice.set(deviceId, content as JsonObject);
+      }
+      for (const [deviceId, content] of perDevice) local.push({ userId: recipient, deviceId, sender, type, content });
     }
-    return out;
+    return { local, remote };
+  }
+}
+
+function checkEventType(eventType: string): void {
+  if (eventType.length === 0 || eventType.length > MAX_EVENT_TYPE_LENGTH) {
+    throw HearthError.invalidParam(`Event type must be 1 to ${MAX_EVENT_TYPE_LENGTH} characters`);
   }
 }

@@ -13,3 +13,32 @@ export async function joinedServersOf(db: Kysely<Schema>, roomId: string): Promi
     .execute();
   return rows.map((r) => r.server_name);
 }
+
+/** The servers with a joined member in a room the user is joined to (this server among them). */
+export async function serversSharingRoomsWith(db: Kysely<Schema>, userId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('room_memberships as m')
+    .innerJoin('room_joined_servers as j', 'j.room_nid', 'm.room_nid')
+    .select('j.server_name')
+    .distinct()
+    .where('m.user_id', '=', userId)
+    .where('m.membership', '=', 'join')
+    .where('j.joined_members', '>', 0)
+    .execute();
+  return rows.map((r) => r.server_name);
+}
+
+/** Whether `server` has a joined member in a room the user is joined to. */
+export async function serverSharesRoomWith(db: Kysely<Schema>, server: string, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('room_memberships as m')
+    .innerJoin('room_joined_servers as j', 'j.room_nid', 'm.room_nid')
+    .select('j.room_nid')
+    .where('m.user_id', '=', userId)
+    .where('m.membership', '=', 'join')
+    .where('j.server_name', '=', server)
+    .where('j.joined_members', '>', 0)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

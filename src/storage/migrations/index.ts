@@ -16,13 +16,14 @@ import { streamConsumers } from './010-stream-consumers.js';
 import { serverKeys } from './011-server-keys.js';
 import { inboundTransactions } from './012-inbound-transactions.js';
 import { joinedSince } from './013-joined-since.js';
+import { eduQueues } from './014-edu-queues.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -30,6 +30,20 @@ export async function insertPrivateDeviceListChanges(db: Kysely<Schema>, userIds
   return position;
 }
 
+/** The position of the user's last change for everyone before `before` (the `prev_id` of device-list updates). */
+export async function previousDeviceListChange(db: Kysely<Schema>, userId: string, before: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('device_list_changes')
+    .select('stream_position')
+    .where('user_id', '=', userId)
+    .where('only_for', 'is', null)
+    .where('stream_position', '<', before)
+    .orderBy('stream_position', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : Number(row.stream_position);
+}
+
 /** The users whose device lists changed in (after, upTo], for everyone sharing a room with them. */
 export async function usersWithDeviceListChanges(db: Kysely<Schema>, after: number, upTo: number): Promise<Set<string>> {
   const rows = await db

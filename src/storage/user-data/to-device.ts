@@ -1,5 +1,6 @@
-// Send-to-device messages, queued per recipient device until a later sync acknowledges them, and
-// the transaction ids already used by each sending device.
+// Send-to-device messages, queued per recipient device until a later sync acknowledges them, the
+// transaction ids already used by each sending device, and the message ids of other servers' users
+// already delivered (migration 014).
 
 import type { Kysely } from 'kysely';
 import type { JsonObject } from '../../protocol/json.js';
@@ -112,4 +113,22 @@ export async function deleteToDeviceUpTo(
 export async function selectDeviceIds(db: Kysely<Schema>, userId: string): Promise<string[]> {
   const rows = await db.selectFrom('devices').select('device_id').where('user_id', '=', userId).execute();
   return rows.map((r) => r.device_id);
+}
+
+/**
+ * Records a to-device message id of another server's user; false when it was recorded before
+ * (the message was delivered then).
+ */
+export async function claimInboundToDevice(db: Kysely<Schema>, origin: string, sender: string, messageId: string, now: number): Promise<boolean> {
+  const inserted = await db
+    .insertInto('federation_inbound_to_device')
+    .values({ origin, sender, message_id: messageId, received_ts: now })
+    .onConflict((oc) => oc.columns(['origin', 'sender', 'message_id']).doNothing())
+    .returning('message_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function pruneInboundToDevice(db: Kysely<Schema>, beforeTs: number): Promise<void> {
+  await db.deleteFrom('federation_inbound_to_device').where('received_ts', '<', beforeTs).execute();
 }
