@@ -174,6 +174,57 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(hs1.server.services.typing.typingIn(roomId), [bob]);
     });
 
+    test("forged and unauthorized PDUs in hs2's transactions are refused; a tampered one is kept redacted", async () => {
+      const { roomId, build, auth, tips } = shared;
+      const now = await tips();
+      const prev = now.map((t) => t.event_id);
+      const depth = Math.max(...now.map((t) => Number(t.depth))) + 1;
+      const message = (body: string, sender = '@bob:hs2.test') =>
+        build({ type: 'm.room.message', sender, content: { msgtype: 'm.text', body }, prev_events: prev, auth_events: auth(['m.room.create', ''], ['m.room.power_levels', ''], ['m.room.member', sender]), depth });
+      // Signed with a key that is not hs2's.
+      const forger = generateSigningKey('forged');
+      const badSignature = hashAndSignEventWithId(
+        { type: 'm.room.message', sender: '@bob:hs2.test', content: { msgtype: 'm.text', body: 'forged' }, prev_events: prev, auth_events: auth(['m.room.create', ''], ['m.room.power_levels', ''], ['m.room.member', '@bob:hs2.test']), depth, room_id: roomId, origin_server_ts: Date.now() } as PduDraft,
+        'hs2.test',
+        forger,
+        getRoomVersion('10')!,
+      );
+      // Its content changed after signing: the hash no longer matches.
+      const tampered = message('original');
+      const tamperedPdu = { ...(tampered.pdu as unknown as JsonObject), content: { msgtype: 'm.text', body: 'tampered' } };
+      // A user of hs2 who never joined.
+      const stranger = message('let me in', '@mallory:hs2.test');
+      // A user of another server, sent by hs2.
+      const impostor = message('not mine to send', '@carol:hs3.test');
+      // A room hs2 has no member in.
+      const other = await request(hs1.baseUrl, 'POST', '/_chat/client/v3/createRoom', { preset: 'public_chat', room_version: '10' }, { token: alice.accessToken });
+      const otherId = other.body!.room_id as string;
+      const otherState = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(otherId)}/state`, undefined, { token: alice.accessToken });
+      const otherIds = new Map((otherState.body as unknown as JsonObject[]).map((e) => [e['type'] as string, e['event_id'] as string]));
+      const intruder = hashAndSignEventWithId(
+        { type: 'm.room.message', sender: '@bob:hs2.test', content: { msgtype: 'm.text', body: 'intruding' }, prev_events: [otherIds.get('m.room.name') ?? otherIds.get('m.room.history_visibility')!], auth_events: [otherIds.get('m.room.create')!, otherIds.get('m.room.power_levels')!], depth: 20, room_id: otherId, origin_server_ts: Date.now() } as PduDraft,
+        'hs2.test',
+        hs2.server.core.signingKey,
+        getRoomVersion('10')!,
+      );
+
+      const pdus = [badSignature.pdu, tamperedPdu, stranger.pdu, impostor.pdu, intruder.pdu] as unknown as JsonValue[];
+      const sent = await client(hs2).request({ destination: 'hs1.test', method: 'PUT', path: '/federation/v1/send/forged-1', body: { origin: 'hs2.test', origin_server_ts: Date.now(), pdus } });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      const results = (sent.body as { pdus: Record<string, { error?: string }> }).pdus;
+      for (const refused of [stranger.eventId, intruder.eventId]) assert.ok(results[refused]?.error !== undefined, `${refused}: ${JSON.stringify(results)}`);
+      // Dropped before they have an id worth answering for, or refused with an error.
+      for (const dropped of [badSignature.eventId, impostor.eventId]) assert.ok(results[dropped] === undefined || results[dropped]!.error !== undefined, JSON.stringify(results));
+
+      // None of them is served; the tampered one, if served, has no content.
+      const read = async (room: string) => {
+        const res = await request(hs1.baseUrl, 'GET', `/_chat/client/v3/rooms/${enc(room)}/messages?dir=b&limit=20`, undefined, { token: alice.accessToken });
+        return res.body!.chunk as JsonObject[];
+      };
+      const bodies = [...(await read(roomId)), ...(await read(otherId))].map((e) => (e['content'] as JsonObject)['body']);
+      for (const body of ['forged', 'tampered', 'original', 'let me in', 'not mine to send', 'intruding']) assert.ok(!bodies.includes(body), `${body} is served`);
+    });
+
     test('hs2 reads the room back from hs1: by id, state, auth chain, backfill, missing events', async () => {
       const remote = new FederationRemoteEvents({ client: client(hs2) });
       const [pdu] = await remote.events('hs1.test', shared.roomId, [shared.messageId]);
