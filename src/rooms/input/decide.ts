@@ -167,9 +167,16 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   } else {
     snapshotAfter = after.snapshot;
     const resolved = await currentStateOf(deps, head, extremities, c, after, sourceOf());
-    changes.push(...(await applyResolved(head, resolved, sourceOf())));
-    // The current state is the state after the join: one snapshot holds both.
-    if (g.joinedThrough === true) head.snapshot = snapshotAfter;
+    if (g.joinedThrough === true) {
+      // The current state is the state after the join: its events are in hand (a big room's
+      // whole state is not read again), and one snapshot holds both.
+      const inHand = new Map<string, { event: RoomEvent; ref: EventRef }>([[c.ref.eventId, { event: c.event, ref: c.ref }]]);
+      for (const [key, event] of before.state instanceof Map ? before.state : []) inHand.set(event.event_id, { event, ref: before.refs.get(key)! });
+      changes.push(...(await applyResolved(head, resolved, sourceOf(), inHand)));
+      head.snapshot = snapshotAfter;
+    } else {
+      changes.push(...(await applyResolved(head, resolved, sourceOf())));
+    }
   }
   head.extremities = extremities;
 
@@ -377,12 +384,23 @@ async function currentStateOf(
 }
 
 /** Makes `resolved` the head's current state; returns the changed keys. */
-async function applyResolved(head: RoomHead, resolved: ReadonlyMap<StateKey, string>, source: StoredStateSource): Promise<StateChange[]> {
+async function applyResolved(
+  head: RoomHead,
+  resolved: ReadonlyMap<StateKey, string>,
+  source: StoredStateSource,
+  inHand?: ReadonlyMap<string, { readonly event: RoomEvent; readonly ref: EventRef }>,
+): Promise<StateChange[]> {
   const changed: StateKey[] = [];
   for (const [key, id] of resolved) if (head.stateRefs.get(key)?.eventId !== id) changed.push(key);
   for (const key of head.stateRefs.keys()) if (!resolved.has(key)) changed.push(key);
   if (changed.length === 0) return [];
-  const found = await source.stored(changed.flatMap((k) => (resolved.has(k) ? [resolved.get(k)!] : [])));
+  const wanted = changed.flatMap((k) => (resolved.has(k) && !inHand?.has(resolved.get(k)!) ? [resolved.get(k)!] : []));
+  const found = new Map<string, { readonly event: RoomEvent; readonly ref: EventRef }>(await source.stored(wanted));
+  for (const key of changed) {
+    const id = resolved.get(key);
+    const held = id === undefined ? undefined : inHand?.get(id);
+    if (held !== undefined) found.set(id!, held);
+  }
   const changes: StateChange[] = [];
   const entries: StateKey[] = [];
   for (const key of changed) {

@@ -124,6 +124,11 @@ export async function receiveJoinAnswer(
     }
   }
   if (outliers.length > 0) await core.writeDecided(room, outliers);
+  outliers = [];
+  // What the checks made is stored now: let it go before the join's state is read back.
+  byId.clear();
+  seen.clear();
+  all.length = 0;
   progress('deciding the join', { roomId, ms: ms() });
 
   // 4.
