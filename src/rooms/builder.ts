@@ -18,7 +18,7 @@ import {
   type RoomEvent,
   type StateKey,
 } from '../protocol/events.js';
-import { hashAndSignEventWithId, type PduDraft } from '../protocol/hashes.js';
+import { hashAndSignEventWithId, type PduDraft, type SignedEvent } from '../protocol/hashes.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { RoomVersion } from '../protocol/room-versions.js';
 import type { SigningKey } from '../protocol/signing.js';
@@ -43,6 +43,37 @@ export interface BuildContext {
   readonly serverName: string;
   readonly signingKey: SigningKey;
   readonly now: () => number;
+}
+
+/** A v1–v2 event's own `event_id` field (later versions derive the id from the event). */
+export function eventIdField(version: RoomVersion, serverName: string): { event_id?: string } {
+  return version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${serverName}` } : {};
+}
+
+/**
+ * A member event of this server's user on another server's template (make_join, make_knock,
+ * make_leave): the template's place in the room (depth, prev and auth events), this server's
+ * content, hashed and signed here.
+ */
+export function signOnTemplate(
+  ctx: BuildContext,
+  version: RoomVersion,
+  template: JsonObject,
+  member: { readonly roomId: string; readonly userId: string; readonly content: JsonObject },
+): SignedEvent {
+  const draft = {
+    ...eventIdField(version, ctx.serverName),
+    room_id: member.roomId,
+    sender: member.userId,
+    type: 'm.room.member',
+    state_key: member.userId,
+    content: member.content,
+    origin_server_ts: ctx.now(),
+    depth: template['depth'],
+    prev_events: template['prev_events'],
+    auth_events: template['auth_events'],
+  } as unknown as PduDraft;
+  return hashAndSignEventWithId(draft, ctx.serverName, ctx.signingKey, version);
 }
 
 /** Event references as a room's version writes them: ids, or (v1–v2) ids with reference hashes. */
@@ -87,7 +118,7 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
   }
 
   const draftPdu: PduDraft = {
-    ...(version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${ctx.serverName}` } : {}),
+    ...eventIdField(version, ctx.serverName),
     room_id: head.roomId,
     sender: draft.sender,
     type: draft.type,

@@ -19,7 +19,9 @@ import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { StreamBus } from '../streams/bus.js';
 import { buildEvent, type BuildContext, type EventDraft } from './builder.js';
 import { loadRoomHead, stateEventLoader } from './head-loader.js';
-import { LOADED_STATE_LIMIT, StateNotLoaded, type RoomHead, type StateEventLoader } from './head.js';
+import { LOADED_STATE_LIMIT, RoomHead, StateNotLoaded, type StateEventLoader } from './head.js';
+import type { RoomVersion } from '../protocol/room-versions.js';
+import { insertRoom, roomById } from '../storage/rooms/rooms.js';
 import type { ErasedSenders } from './erased-users.js';
 import type { EventCacheLimits } from './event-cache.js';
 import type { PersistEvent } from './persist-event.js';
@@ -233,6 +235,18 @@ export class RoomCore {
     };
     done.then(settle, settle);
     return done;
+  }
+
+  /**
+   * A head for a room this server does not have yet (joined through another server, or known by
+   * an invite): the room's row is made, or taken when an earlier attempt made it. The head is the
+   * room's once an event written on it is stored (writeOnNewHead).
+   */
+  async newRemoteHead(roomId: string, version: RoomVersion, creator: string, createdTs: number): Promise<RoomHead> {
+    const row = await roomById(this.db, roomId);
+    const head = new RoomHead(roomId, version, this.maxLoadedState);
+    head.roomNid = row !== undefined ? Number(row.room_nid) : await insertRoom(this.db, { roomId, version: version.id, creator, createdTs, isPublic: false });
+    return head;
   }
 
   /**

@@ -89,7 +89,6 @@ export class RoomService {
   private readonly receiver: EventReceiver;
   private readonly serving: ServingDeps;
 
-  /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
   /** Another server's alias, asked of that server (federation); undefined: unknown there. */
   private readonly remoteAlias: ((alias: string) => Promise<{ room_id: string; servers: string[] } | undefined>) | undefined;
 
@@ -100,6 +99,7 @@ export class RoomService {
   /** Joins through other servers; undefined without federation. */
   private readonly joiner: RemoteJoiner | undefined;
 
+  /** `ignoredUsers`: whose messages each user's reads leave out (default: nobody's). */
   constructor(
     deps: RoomServiceDeps & {
       readonly ignoredUsers?: IgnoredUsersOf;
@@ -121,7 +121,7 @@ export class RoomService {
     this.remoteAlias = deps.remoteAlias;
     this.defaultRoomVersion = deps.defaultRoomVersion ?? DEFAULT_ROOM_VERSION;
     this.ignoredUsers = deps.ignoredUsers ?? ignoresNobody;
-    this.receiver = new EventReceiver(this.core, { keyRing: deps.keyRing ?? new StaticKeyRing(), remote: deps.remoteEvents ?? noRemoteEvents });
+    this.receiver = new EventReceiver(this.core, { keyRing: this.keyRing, remote: deps.remoteEvents ?? noRemoteEvents });
     this.serving = { core: this.core, erased: deps.erasedUsers ?? noneErased };
   }
 

@@ -13,10 +13,9 @@ import { parseStateKey, referenceIds, type StateKey } from '../protocol/events.j
 import type { Schema } from '../storage/schema.js';
 import { setRedactedBy, upgradeOutlierRow, type NewEventRow } from '../storage/rooms/events.js';
 import { setForwardExtremities } from '../storage/rooms/extremities.js';
-import { addBackwardExtremities, allocateBackfillPositions, removeBackwardExtremities, type NewStateDelta } from '../storage/rooms/graph.js';
+import { addBackwardExtremities, allocateBackfillPositions, removeBackwardExtremities, type JoinedServerChange, type NewStateDelta } from '../storage/rooms/graph.js';
 import type { HotRoomQueries, RoomAdvance } from '../storage/rooms/hot-queries.js';
 import type { NewMembership } from '../storage/rooms/memberships.js';
-import type { JoinedServerChange } from '../storage/rooms/graph.js';
 import type { SnapshotInfo, StateKeyNids } from '../storage/rooms/state-snapshots.js';
 import type { StateWrites } from '../storage/rooms/state-writes.js';
 import type { EventRef, RoomHead, SnapshotRef } from './head.js';

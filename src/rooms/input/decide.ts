@@ -171,7 +171,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
       // The current state is the state after the join: its events are in hand (a big room's
       // whole state is not read again), and one snapshot holds both.
       const inHand = new Map<string, { event: RoomEvent; ref: EventRef }>([[c.ref.eventId, { event: c.event, ref: c.ref }]]);
-      for (const [key, event] of before.state instanceof Map ? before.state : []) inHand.set(event.event_id, { event, ref: before.refs.get(key)! });
+      for (const [key, ref] of before.refs) inHand.set(ref.eventId, { event: before.state.get(key)!, ref });
       changes.push(...(await applyResolved(head, resolved, sourceOf(), inHand)));
       head.snapshot = snapshotAfter;
     } else {

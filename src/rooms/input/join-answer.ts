@@ -16,7 +16,6 @@
 import { referenceIds, stateKey, type Pdu, type StateKey } from '../../protocol/events.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
-import { insertRoom, roomById } from '../../storage/rooms/rooms.js';
 import type { RoomCore } from '../core.js';
 import { RoomHead } from '../head.js';
 import type { PersistEvent } from '../persist-event.js';
@@ -85,25 +84,10 @@ export async function receiveJoinAnswer(
   const createdVersion = create.event.content['room_version'] ?? '1';
   if (createdVersion !== version.id) throw bad(`a create event of version ${String(createdVersion)}, not ${version.id}`);
 
-  // 2. One remote join of a room at a time (remoteJoins in RoomCore): the row is made once.
-  let head = await core.findHead(roomId);
-  if (head !== undefined && head.version.id !== version.id) throw bad(`version ${version.id}, but the room here is of version ${head.version.id}`);
-  if (head === undefined) {
-    const row = await roomById(core.db, roomId);
-    const roomNid =
-      row !== undefined
-        ? Number(row.room_nid)
-        : await insertRoom(core.db, {
-            roomId,
-            version: version.id,
-            creator: create.event.sender,
-            createdTs: create.pdu.origin_server_ts,
-            isPublic: false,
-          });
-    head = new RoomHead(roomId, version, core.maxLoadedState);
-    head.roomNid = roomNid;
-  }
-  const room = head;
+  // 2. (RemoteJoiner runs one remote join of a room at a time: the row is made once.)
+  const held = await core.findHead(roomId);
+  if (held !== undefined && held.version.id !== version.id) throw bad(`version ${version.id}, but the room here is of version ${held.version.id}`);
+  const room = held ?? (await core.newRemoteHead(roomId, version, create.event.sender, create.pdu.origin_server_ts));
 
   // 3. Auth events first: an order in which every event comes after those of its auth events
   // the answer holds.

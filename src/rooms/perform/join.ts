@@ -47,14 +47,12 @@ export async function joinRoom(
     ...(options.content !== undefined ? { extra: options.content } : {}),
     guest: actor.isGuest === true,
   });
-  if (remote !== undefined) {
-    const target = await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
-    if (target.servers !== undefined) {
-      await remote.joiner.join(actor.userId, target.roomId, target.servers, content);
-      return { roomId: target.roomId };
-    }
+  const target = remote === undefined ? undefined : await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
+  if (target?.servers !== undefined) {
+    await remote!.joiner.join(actor.userId, target.roomId, target.servers, content);
+    return { roomId: target.roomId };
   }
-  const roomId = await resolveRoomIdOrAlias(core, roomIdOrAlias);
+  const roomId = target?.roomId ?? (await resolveRoomIdOrAlias(core, roomIdOrAlias));
   // A restricted room: this server vouches for the join when the user is in an allowed room.
   const before = await core.head(roomId);
   await before.load([stateKey('m.room.join_rules', ''), stateKey('m.room.power_levels', '')]);

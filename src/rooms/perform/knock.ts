@@ -18,14 +18,12 @@ export async function knockRoom(
 ): Promise<{ roomId: string }> {
   const content = await memberContent(core, actor.userId, 'knock', options.reason === undefined ? {} : { reason: options.reason });
   // A room this server is not in is knocked on through one that is.
-  if (remote !== undefined) {
-    const target = await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
-    if (target.servers !== undefined) {
-      await remote.joiner.knock(actor.userId, target.roomId, target.servers, content);
-      return { roomId: target.roomId };
-    }
+  const target = remote === undefined ? undefined : await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
+  if (target?.servers !== undefined) {
+    await remote!.joiner.knock(actor.userId, target.roomId, target.servers, content);
+    return { roomId: target.roomId };
   }
-  const roomId = await resolveRoomIdOrAlias(core, roomIdOrAlias);
+  const roomId = target?.roomId ?? (await resolveRoomIdOrAlias(core, roomIdOrAlias));
   await core.send(roomId, (head) => {
     if (!head.version.knockJoinRule) throw HearthError.forbidden(`Room version ${head.version.id} does not support knocking`);
     return {

@@ -8,24 +8,21 @@
 // invitee's membership (with the stripped state the inviter gave for the invitee's sync) until
 // the invitee joins through a server that is in the room or rejects the invite.
 
-import { randomBytes } from 'node:crypto';
-import { authTypesForEvent } from '../../protocol/auth-events.js';
 import { HearthError } from '../../protocol/errors.js';
-import { checkEventAuth } from '../../protocol/event-auth.js';
 import { referenceIds, stateKey, type Pdu } from '../../protocol/events.js';
 import { computeEventId, hashAndSignEvent, hashAndSignEventWithId, type PduDraft } from '../../protocol/hashes.js';
 import { isUserOf, parseRoomId, serverNameOf, tryParseUserId } from '../../protocol/ids.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../../protocol/json.js';
 import { getRoomVersion, type RoomVersion } from '../../protocol/room-versions.js';
-import { insertRoom, roomById } from '../../storage/rooms/rooms.js';
-import { refsFor } from '../builder.js';
+import { eventIdField, refsFor, signOnTemplate } from '../builder.js';
 import type { RoomCore } from '../core.js';
-import { keysToDecide, RoomHead } from '../head.js';
+import { keysToDecide, type RoomHead } from '../head.js';
 import type { KeyRing } from '../input/key-ring.js';
 import { checkReceivedPdus } from '../input/pdu-checks.js';
 import { candidateOf, type ReceiveOutcome } from '../input/receive.js';
 import type { PersistEvent } from '../persist-event.js';
 import type { RemoteMembershipPort } from './remote-join.js';
+import { memberTemplate } from './remote-membership.js';
 import { serverAclAllows } from '../query/for-servers.js';
 
 /** What inviting across servers asks of other servers (federation implements it). */
@@ -61,29 +58,9 @@ export async function inviteRemoteUser(
     const h = await core.head(roomId);
     const subject = { type: 'm.room.member', sender: inviter, state_key: invitee, content };
     await h.load([...keysToDecide(subject, version), stateKey('m.room.member', inviter)]);
-    const prevRefs = h.citedExtremities();
-    let depth = 0;
-    for (const r of prevRefs) if (r.depth > depth) depth = r.depth;
-    const authRefs = authTypesForEvent(subject, version).flatMap((k) => h.stateRefs.get(k) ?? []);
-    const draft = {
-      ...(version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${core.serverName}` } : {}),
-      room_id: roomId,
-      sender: inviter,
-      type: 'm.room.member',
-      state_key: invitee,
-      content,
-      origin_server_ts: core.now(),
-      depth: depth + 1,
-      prev_events: refsFor({ version }, prevRefs),
-      auth_events: refsFor({ version }, authRefs),
-    } as unknown as PduDraft;
+    const template = memberTemplate(h, inviter, invitee, content, core.now());
+    const draft = { ...eventIdField(version, core.serverName), ...template } as unknown as PduDraft;
     const signed = hashAndSignEventWithId(draft, core.serverName, core.build.signingKey, version);
-    const auth = checkEventAuth(
-      { ...subject, event_id: signed.eventId, room_id: roomId, origin_server_ts: signed.pdu.origin_server_ts, depth: depth + 1, prev_events: prevRefs.map((r) => r.eventId), auth_events: authRefs.map((r) => r.eventId) },
-      h.state,
-      version,
-    );
-    if (!auth.allowed) throw HearthError.forbidden(auth.reason);
     const member = h.get('m.room.member', inviter);
     return { signed, stripped: h.strippedState(member === undefined ? [] : [member]) };
   });
@@ -174,14 +151,9 @@ export async function inviteFromServer(
 export async function storeOutOfBand(core: RoomCore, keyRing: KeyRing, roomId: string, version: RoomVersion, pdu: Pdu, unsigned?: JsonObject): Promise<void> {
   const [checked] = await checkReceivedPdus([{ json: pdu, version, options: { roomId } }], keyRing);
   if (checked === undefined || !checked.ok) throw new HearthError(502, 'M_UNKNOWN', `The membership does not pass the checks: ${checked?.ok === false ? checked.reason : 'unchecked'}`);
-  let head = await core.findHead(roomId);
-  if (head !== undefined && !isOutOfBand(head)) throw new Error(`room ${roomId} is held here: its memberships are received, not stored out of band`);
-  if (head === undefined) {
-    const row = await roomById(core.db, roomId);
-    head = new RoomHead(roomId, version, core.maxLoadedState);
-    head.roomNid = row !== undefined ? Number(row.room_nid) : await insertRoom(core.db, { roomId, version: version.id, creator: pdu.sender, createdTs: pdu.origin_server_ts, isPublic: false });
-  }
-  const room = head;
+  const held = await core.findHead(roomId);
+  if (held !== undefined && !isOutOfBand(held)) throw new Error(`room ${roomId} is held here: its memberships are received, not stored out of band`);
+  const room = held ?? (await core.newRemoteHead(roomId, version, pdu.sender, pdu.origin_server_ts));
   const c = candidateOf(checked, room);
   if ((await core.reader.event(c.ref.eventId)) !== undefined) return;
   const stored = await core.queue.run(roomId, () => {
@@ -235,15 +207,13 @@ export async function rejectOutOfBand(
   if (current === undefined || (membership !== 'invite' && membership !== 'knock')) throw HearthError.forbidden(`You are not invited to room ${roomId}`);
   // An invite is withdrawn through the inviter's server, a knock through the room's.
   const inviterServer = membership === 'invite' ? serverNameOf(tryParseUserId(current.sender)!) : serverNameOf(parseRoomId(roomId));
-  const fields = { room_id: roomId, sender: userId, type: 'm.room.member', state_key: userId, content: { ...content, membership: 'leave' } };
-  const v1Id = () => (version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${core.serverName}` } : {});
+  const member = { roomId, userId, content: { ...content, membership: 'leave' } };
   let leave: Pdu | undefined;
   try {
     const made = await port.makeLeave(inviterServer, roomId, userId);
     const t = made.event;
     if (made.roomVersion === version.id && t['room_id'] === roomId && t['sender'] === userId && t['state_key'] === userId) {
-      const draft = { ...v1Id(), ...fields, origin_server_ts: core.now(), depth: t['depth'], prev_events: t['prev_events'], auth_events: t['auth_events'] } as unknown as PduDraft;
-      const signed = hashAndSignEventWithId(draft, core.serverName, core.build.signingKey, version);
+      const signed = signOnTemplate(core.build, version, t, member);
       await port.sendLeave(inviterServer, roomId, signed.eventId, signed.pdu);
       leave = signed.pdu;
     }
@@ -251,10 +221,10 @@ export async function rejectOutOfBand(
     // Rejected here alone, below.
   }
   if (leave === undefined) {
+    // On the invite (or knock) alone: it is the leave's only prev and auth event.
     const ref = head.stateRefs.get(key)!;
     const refs = refsFor({ version }, [ref]);
-    const draft = { ...v1Id(), ...fields, origin_server_ts: core.now(), depth: ref.depth + 1, prev_events: refs, auth_events: refs } as unknown as PduDraft;
-    leave = hashAndSignEventWithId(draft, core.serverName, core.build.signingKey, version).pdu;
+    leave = signOnTemplate(core.build, version, { depth: ref.depth + 1, prev_events: refs, auth_events: refs } as JsonObject, member).pdu;
   }
   await storeOutOfBand(core, keyRing, roomId, version, leave);
 }

@@ -5,15 +5,16 @@
 // gives way to the next; a refusal (not invited, banned, a version this server lacks) is the
 // answer.
 
-import { randomBytes } from 'node:crypto';
 import { HearthError } from '../../protocol/errors.js';
 import type { Pdu } from '../../protocol/events.js';
-import { computeEventId, hashAndSignEventWithId, type PduDraft } from '../../protocol/hashes.js';
+import { computeEventId } from '../../protocol/hashes.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
 import { getRoomVersion, roomVersions } from '../../protocol/room-versions.js';
+import { signOnTemplate } from '../builder.js';
 import type { RoomCore } from '../core.js';
 import { receiveJoinAnswer, type JoinProgress } from '../input/join-answer.js';
 import type { KeyRing } from '../input/key-ring.js';
+import { RoomQueue } from '../room-queue.js';
 import { storeOutOfBand } from './remote-invite.js';
 
 /** What joining through other servers asks of them (federation implements it). */
@@ -42,8 +43,8 @@ function tryNext(err: unknown): boolean {
 }
 
 export class RemoteJoiner {
-  /** Each room's remote join under way, the last queued: one at a time, so the room's row is made once. */
-  private readonly joins = new Map<string, Promise<unknown>>();
+  /** Remote joins and knocks, one at a time per room, so the room's row is made once. */
+  private readonly joins = new RoomQueue();
 
   constructor(
     private readonly core: RoomCore,
@@ -57,22 +58,12 @@ export class RemoteJoiner {
 
   /** Joins `userId` to `roomId` through the first of `servers` that can do it. */
   join(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
-    return this.oneAtATime(roomId, () => this.throughFirst(userId, roomId, servers, content, 'join'));
+    return this.joins.run(roomId, () => this.throughFirst(userId, roomId, servers, content, 'join'));
   }
 
   /** Knocks on `roomId` for `userId` through the first of `servers` that can do it. */
   knock(userId: string, roomId: string, servers: readonly string[], content: JsonObject): Promise<void> {
-    return this.oneAtATime(roomId, () => this.throughFirst(userId, roomId, servers, content, 'knock'));
-  }
-
-  private oneAtATime(roomId: string, run: () => Promise<void>): Promise<void> {
-    const next = (this.joins.get(roomId) ?? Promise.resolve()).catch(() => undefined).then(run);
-    this.joins.set(roomId, next);
-    const forget = () => {
-      if (this.joins.get(roomId) === next) this.joins.delete(roomId);
-    };
-    next.then(forget, forget);
-    return next;
+    return this.joins.run(roomId, () => this.throughFirst(userId, roomId, servers, content, 'knock'));
   }
 
   private async throughFirst(userId: string, roomId: string, servers: readonly string[], content: JsonObject, membership: 'join' | 'knock'): Promise<void> {
@@ -104,19 +95,11 @@ export class RemoteJoiner {
     }
     // The resident names who vouches for a restricted join; the rest of the content is ours.
     const vouch = templateContent['join_authorised_via_users_server'];
-    const draft = {
-      ...(version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${this.core.serverName}` } : {}),
-      room_id: roomId,
-      sender: userId,
-      type: 'm.room.member',
-      state_key: userId,
+    const signed = signOnTemplate(this.core.build, version, t, {
+      roomId,
+      userId,
       content: { ...content, membership, ...(membership === 'join' && typeof vouch === 'string' ? { join_authorised_via_users_server: vouch } : {}) },
-      origin_server_ts: this.core.now(),
-      depth: t['depth'],
-      prev_events: t['prev_events'],
-      auth_events: t['auth_events'],
-    } as unknown as PduDraft;
-    const signed = hashAndSignEventWithId(draft, this.core.serverName, this.core.build.signingKey, version);
+    });
     if (membership === 'knock') {
       // The room stays the resident's: the knock is kept out of band, with the stripped state for sync.
       const answer = await this.port.sendKnock(server, roomId, signed.eventId, signed.pdu);

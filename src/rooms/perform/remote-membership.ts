@@ -66,7 +66,6 @@ function requireUserOf(origin: string, userId: unknown, what: string): string {
  * decision reads were loaded.
  */
 function templateOn(head: RoomHead, userId: string, membership: RemoteMembership, now: number, serverName: string): JsonObject {
-  const version = head.version;
   const content: JsonObject = { membership };
   // A restricted room: one of our users vouches (the caller checked the allowed rooms).
   if (membership === 'join' && needsVoucher(head)(userId)) {
@@ -74,8 +73,18 @@ function templateOn(head: RoomHead, userId: string, membership: RemoteMembership
     if (voucher === undefined) throw new HearthError(400, 'M_UNABLE_TO_AUTHORISE_JOIN', 'No user of this server in the room can invite');
     content['join_authorised_via_users_server'] = voucher;
   }
-  const subject = { type: 'm.room.member', sender: userId, state_key: userId, content };
-  // As a local event: the extremities, one past the deepest, auth events from the current state.
+  return memberTemplate(head, userId, userId, content, now);
+}
+
+/**
+ * `sender`'s member event about `target` with `content`, built against `head` as a local event
+ * would be (the extremities, one past the deepest, auth events from the current state) without
+ * advancing it, neither hashed nor signed; 403 when the auth rules deny it now. Runs in the room's
+ * queue, after the keys the decision reads were loaded.
+ */
+export function memberTemplate(head: RoomHead, sender: string, target: string, content: JsonObject, now: number): JsonObject {
+  const version = head.version;
+  const subject = { type: 'm.room.member', sender, state_key: target, content };
   const prevRefs = head.citedExtremities();
   let depth = 0;
   for (const r of prevRefs) if (r.depth > depth) depth = r.depth;
@@ -87,16 +96,16 @@ function templateOn(head: RoomHead, userId: string, membership: RemoteMembership
   }
   const template: JsonObject = {
     room_id: head.roomId,
-    sender: userId,
+    sender,
     type: 'm.room.member',
-    state_key: userId,
+    state_key: target,
     content,
     origin_server_ts: now,
     depth,
     prev_events: refsFor(head, prevRefs) as JsonObject['prev_events'],
     auth_events: refsFor(head, authRefs) as JsonObject['auth_events'],
   };
-  // The rules as they stand now; the signed event is checked again on send_join.
+  // The rules as they stand now; the signed event is checked again when it is received.
   const auth = checkEventAuth(
     {
       ...subject,

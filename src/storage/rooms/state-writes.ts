@@ -6,9 +6,8 @@
 import type { Kysely } from 'kysely';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Schema } from '../schema.js';
-import { adjustJoinedServers, insertStateDeltas, type NewStateDelta } from './graph.js';
+import { adjustJoinedServers, insertStateDeltas, type JoinedServerChange, type NewStateDelta } from './graph.js';
 import { deleteMemberships, upsertMemberships, type NewMembership } from './memberships.js';
-import type { JoinedServerChange } from './graph.js';
 import { updateRoomSummary, type RoomSummaryUpdate } from './rooms.js';
 import { insertSnapshotEntries, insertSnapshotRow, type SnapshotEntry, type SnapshotInfo } from './state-snapshots.js';
 
