@@ -34,8 +34,9 @@ export interface JoinAnswer {
   readonly version: RoomVersion;
   /** The join as this server signed it (or as the resident returned it, countersigned). */
   readonly join: Pdu;
-  readonly state: readonly unknown[];
-  readonly authChain: readonly unknown[];
+  /** Taken: emptied once read, so that the parsed answer goes with the checks' copies. */
+  readonly state: unknown[];
+  readonly authChain: unknown[];
 }
 
 /** Where a long join's steps are told (the server's log). */
@@ -58,6 +59,8 @@ export async function receiveJoinAnswer(
   // 1.
   const seed = new RoomHead(roomId, version);
   const all = [answer.join, ...answer.state, ...answer.authChain];
+  const stateCount = answer.state.length;
+  answer.state.length = answer.authChain.length = 0;
   const byId = new Map<string, Candidate>();
   const stateIds = new Set<string>();
   let join: Candidate | undefined;
@@ -74,7 +77,7 @@ export async function receiveJoinAnswer(
       const c = candidateOf(r, seed);
       if (i === 0) join = c;
       else byId.set(c.ref.eventId, c);
-      if (i > 0 && i <= answer.state.length) stateIds.add(c.ref.eventId);
+      if (i > 0 && i <= stateCount) stateIds.add(c.ref.eventId);
     });
   }
   if (join === undefined) throw bad('a join that does not pass the checks');
