@@ -10,6 +10,7 @@ import { InterruptedError, UsageError } from './server/errors.js';
 import {
   type CommandUsage,
   FEDERATION_CHECK,
+  GENERATE_APPSERVICE,
   GENERATE_CONFIG,
   GENERATE_KEYS,
   HELP,
@@ -60,15 +61,21 @@ const COMMANDS: Record<string, Command> = {
   },
   'generate-config': { ...GENERATE_CONFIG, run: generateConfigCommand },
   'generate-keys': { ...GENERATE_KEYS, run: generateKeysCommand },
+  'generate-appservice': {
+    ...GENERATE_APPSERVICE,
+    run: async (args) => (await import('./server/generate-appservice-command.js')).generateAppserviceCommand(args),
+  },
   version: { ...VERSION, run: () => void process.stdout.write(`${packageVersion()}\n`) },
   help: { ...HELP, run: () => undefined }, // answered in main()
 };
+
+const NAME_WIDTH = Math.max(...Object.keys(COMMANDS).map((name) => name.length)) + 2;
 
 const OVERVIEW = [
   'Usage: hearth <command> [options]',
   '',
   'Commands:',
-  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(17)}${c.summary}`),
+  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(NAME_WIDTH)}${c.summary}`),
   '',
   'Run `hearth <command> --help` for the options of a command.',
   '',

@@ -6,6 +6,11 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { healthRoutes, databaseProbe } from './admin/health.js';
+import { appServiceAuthenticator } from './appservice/authenticator.js';
+import { checkNotExclusive } from './appservice/claims.js';
+import { HearthError } from './protocol/errors.js';
+import { loadAppServices } from './appservice/load.js';
+import type { AppServices } from './appservice/namespaces.js';
 import { accountRoutes } from './client/account/index.js';
 import { serverInfoRoutes } from './client/server-info/index.js';
 import type { HearthConfig } from './config/index.js';
@@ -105,6 +110,8 @@ export interface ServerCore {
   readonly notifier: StreamBus;
   /** Writes to the HTTP app's logger once it exists (services are built before it). */
   readonly log: Log;
+  /** The registered application services (`app_service_config_files`). */
+  readonly appServices: AppServices;
 }
 
 /** A Log that forwards to the app's logger once `attach` is called, and drops lines before. */
@@ -167,7 +174,7 @@ export interface Services {
   readonly federationSender: FederationSender | undefined;
 }
 
-type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged'>;
+type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged' | 'checkUsername'>;
 
 /** The account service as the configuration asks for it; every new account gets a profile. */
 export function accountService(
@@ -301,7 +308,10 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   // The device change is committed by then: a failure to announce it must not fail the request.
   const announcing = (what: string, fn: () => Promise<void>) =>
     fn().catch((err: unknown) => core.log.warn(`announcing ${what} failed`, { err: String(err) }));
+  const { appServices } = core;
   const accounts = accountService(core, {
+    // Users an application service claims exclusively are its to register.
+    checkUsername: (localpart) => checkNotExclusive(appServices, `@${localpart}:${serverName}`),
     onDeviceChanged: (userId, deviceId) => announcing('a device change', () => deviceKeys.deviceListChanged(userId, deviceId)),
     onDevicesDeleted: (userId, deviceIds) => announcing('deleted devices', () => deviceKeys.devicesDeleted(userId, deviceIds)),
     // A deactivated account leaves every room it is in and its key backups go; an erased one's
@@ -317,6 +327,15 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       }
     },
   });
+  // Each service's own user exists before the service can act as it.
+  for (const service of appServices.all) {
+    const userId = appServices.senderOf(service);
+    if ((await accounts.activeAccount(userId)) !== undefined) continue;
+    await accounts.registerForAppService(service.id, service.sender_localpart, { inhibitLogin: true }).catch((err: unknown) => {
+      // Deactivated, or made meanwhile: either way not ours to make.
+      if (!(err instanceof HearthError && err.errcode === 'M_USER_IN_USE')) throw err;
+    });
+  }
   presence.start();
   const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence, deviceKeys, deviceLists });
   const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
@@ -340,13 +359,27 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       }),
     },
     { name: 'health', routes: healthRoutes({ probe: databaseProbe(core.db as Kysely<unknown>) }) },
-    { name: 'accounts', routes: accountRoutes({ accounts }), authenticate: accounts.authenticate },
+    {
+      name: 'accounts',
+      routes: accountRoutes({ accounts, appServices }),
+      authenticate: appServiceAuthenticator(
+        {
+          byAsToken: (token) => {
+            const service = appServices.byAsToken(token);
+            return service && { id: service.id, senderUserId: appServices.senderOf(service), claimsUser: (userId) => appServices.isSenderOrInUserNamespace(service, userId) };
+          },
+          account: (userId) => accounts.activeAccount(userId),
+          deviceExists: (userId, deviceId) => accounts.hasDevice(userId, deviceId),
+        },
+        accounts.authenticate,
+      ),
+    },
     {
       name: 'rooms',
       routes:
         federation === undefined
-          ? roomRoutes({ rooms: roomService })
-          : withRemoteDirectory(roomRoutes({ rooms: roomService }), {
+          ? roomRoutes({ rooms: roomService, appServices })
+          : withRemoteDirectory(roomRoutes({ rooms: roomService, appServices }), {
               serverName,
               publicRooms: (server, request) => remotePublicRooms(federation.client, server, request),
             }),
@@ -563,6 +596,8 @@ export async function openMigratedDatabase(config: HearthConfig): Promise<Databa
 
 export async function createServer(config: HearthConfig, options: CreateServerOptions = {}): Promise<HearthServer> {
   mkdirSync(config.global.data_dir, { recursive: true });
+  // Bad registration files stop the server before anything else is done.
+  const appServices = loadAppServices(config.app_service_config_files, config.global.server_name);
   const { key: signingKey, created: createdSigningKey } = loadOrCreateSigningKey(config.global.private_key);
   const logging = options.logger === undefined ? setUpLogging(config.logging) : undefined;
   let database: Database<Schema>;
@@ -584,6 +619,7 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
       signingKey,
       notifier,
       log,
+      appServices,
     };
     const built = await buildParts(core, options);
     parts.push(...built.parts);
@@ -600,7 +636,14 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
         ...(serverAuthenticators[0] ? { authenticateServer: serverAuthenticators[0] } : {}),
         trustedProxies: config.global.trusted_proxies,
         ...(limits.enabled
-          ? { rateLimiter: new RateLimiter({ limits, exemptUserIds: limits.exempt_user_ids, serverName: core.serverName }) }
+          ? {
+              rateLimiter: new RateLimiter({
+                limits,
+                exemptUserIds: limits.exempt_user_ids,
+                serverName: core.serverName,
+                appserviceRateLimited: (id) => appServices.byId(id)?.rate_limited ?? true,
+              }),
+            }
           : {}),
       },
     );

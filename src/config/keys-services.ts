@@ -294,8 +294,8 @@ export const SERVICE_KEYS = [
     default: [],
     aliases: ['app_service_api.config_files'],
     doc:
-      'Appservice registration files to load. Also read from `app_service_api.config_files`, where ' +
-      'Dendrite keeps it; set only one of the two.',
+      'Appservice registration files to load (their format: "Application services" in docs/CONFIG.md). ' +
+      'Also read from `app_service_api.config_files`, where Dendrite keeps it; set only one of the two.',
     example: ['appservices/bridge.yaml'],
   }),
   key({

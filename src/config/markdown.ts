@@ -96,6 +96,69 @@ logging:
 - \`app_service_config_files\` sits at the top level; \`app_service_api.config_files\` is read too.
 - \`global.key_validity_period\` and other durations are stored in milliseconds, sizes in bytes.`;
 
+const APPSERVICES = `## Application services
+
+Each file listed in \`app_service_config_files\` registers one application service (a bridge or
+a bot), in the YAML format Synapse and Dendrite read, so a bridge's generated registration carries
+over unchanged. \`hearth generate-appservice\` writes a new one with fresh tokens:
+
+\`\`\`sh
+npx hearth generate-appservice --id irc --url http://127.0.0.1:9999 --sender-localpart ircbot \\
+  --user-regex '@irc_.*:example\\.org' --alias-regex '#irc_.*:example\\.org' --out appservices/irc.yaml
+\`\`\`
+
+A registration:
+
+\`\`\`yaml
+id: irc
+url: http://127.0.0.1:9999
+as_token: 3bYGp0lc5Sgkh6bDmFq6Tm9PqQ6m3eVNH1yLq9Xo0hQ
+hs_token: eHX1tCzxBzfw5lWjCkUOy2kQ4vQXvdJd0gKbjnIt3aM
+sender_localpart: ircbot
+rate_limited: false
+protocols: [irc]
+receive_ephemeral: true
+namespaces:
+  users:
+    - exclusive: true
+      regex: '@irc_.*:example\\.org'
+  aliases:
+    - exclusive: true
+      regex: '#irc_.*:example\\.org'
+  rooms: []
+\`\`\`
+
+| Field | Type | Default | Meaning |
+|---|---|---|---|
+| \`id\` | string | required | The service's name, unique among the registrations. |
+| \`url\` | http or https URL, or null | \`null\` | Where the server sends the service its events; null: the service only acts and receives nothing. |
+| \`as_token\` | string | required | The access token the service sends. |
+| \`hs_token\` | string | required | The token the server sends to the service. No token may equal another service's \`as_token\` or \`hs_token\`. |
+| \`sender_localpart\` | string | required | The localpart of the service's own user, \`@sender_localpart:<server_name>\`, which must be a valid user ID of this server. That user is the service's alone. |
+| \`namespaces.users\`, \`.aliases\`, \`.rooms\` | list of \`{exclusive, regex}\` | \`[]\` | The user IDs, room aliases and room IDs the service is interested in; with \`exclusive: true\`, claimed for this service alone. An empty or missing list claims nothing. |
+| \`rate_limited\` | boolean | \`true\` | Whether the service's users are rate limited. |
+| \`protocols\` | list of string | \`[]\` | The third-party protocols the service bridges. |
+| \`receive_ephemeral\` (or \`de.sorunome.msc2409.push_ephemeral\`, \`push_ephemeral\`) | boolean | \`false\` | Whether typing notices, receipts and presence are sent too; any of the three names set to true turns it on. |
+| \`org.matrix.msc3202\` | boolean | \`false\` | Whether device lists and one-time key counts are sent too, and the service may act as its users' devices. |
+
+Other fields are ignored. Regexes are JavaScript regular expressions that must match the whole ID,
+server name included, as if written \`^(?:regex)$\`: \`@irc_.*\` claims \`@irc_alice:example.org\`,
+\`@irc_[a-z]+\` claims nothing of it. Single-quote them in YAML, where \`@\` and \`#\` cannot start a
+plain value, and write \`\\.\` for a dot.
+
+The files are read when the server starts. As with the configuration, every problem is reported at
+once, one line each naming the file and the field, and the server does not start:
+
+\`\`\`
+hearth serve: invalid configuration in app_service_config_files (1 problem):
+  /etc/hearth/appservices/irc.yaml: namespaces.users[0].regex: invalid regular expression "@irc_(.*": Unterminated group
+\`\`\`
+
+Between files, these are errors: two services with the same \`id\` or the same \`sender_localpart\`,
+a token used twice (in either role), two exclusive namespaces of the same kind with the same regex,
+and an exclusive user namespace that matches another service's own user. Two different regexes
+that happen to overlap are not detected.`;
+
 /** The whole of docs/CONFIG.md. */
 export function renderConfigMarkdown(): string {
   const out: string[] = [INTRO, '', '## Keys'];
@@ -120,6 +183,7 @@ export function renderConfigMarkdown(): string {
   for (const rule of CROSS_CHECKS) out.push(`- ${rule.doc}`);
   out.push('', '### Accepted and ignored', '');
   for (const ignored of IGNORED_KEYS) out.push(`- \`${ignored.path}\`: ${ignored.doc}`);
+  out.push('', APPSERVICES);
   return `${out.join('\n')}\n`;
 }
 

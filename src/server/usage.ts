@@ -139,6 +139,39 @@ ${HELP_LINE}
 `,
 };
 
+export const GENERATE_APPSERVICE: CommandUsage = {
+  summary: 'Write a new application service registration file, or print it.',
+  options: {
+    id: { type: 'string' },
+    url: { type: 'string' },
+    'sender-localpart': { type: 'string' },
+    'user-regex': { type: 'string' },
+    'alias-regex': { type: 'string' },
+    out: { type: 'string' },
+  },
+  usage: `Usage: hearth generate-appservice --id ID --url URL --sender-localpart NAME --user-regex REGEX
+                                  [--alias-regex REGEX] [--out FILE]
+
+Makes the registration of an application service (a bridge or bot) with fresh random as_token and
+hs_token, its user namespace (and alias namespace) claimed exclusively, and no rate limits. With
+--out, writes it to FILE (readable only by its owner), never overwriting an existing file;
+otherwise prints it. Give the file to the service and list it in app_service_config_files; the
+server reads it when it starts.
+
+Regexes are JavaScript regular expressions that must match a whole ID, server name included:
+    --user-regex '@_bridge_.*:example\\.org' --alias-regex '#_bridge_.*:example\\.org'
+
+Options:
+  --id ID                          The service's unique id.
+  --url URL                        Where the server sends the service its events (http or https).
+  --sender-localpart NAME          The localpart of the service's own user.
+  --user-regex REGEX               The user IDs the service manages.
+  --alias-regex REGEX              The room aliases it manages.
+  --out FILE                       Where to write the registration.
+${HELP_LINE}
+`,
+};
+
 export const VERSION: CommandUsage = {
   summary: 'Print the version (also --version, -V).',
   options: {},

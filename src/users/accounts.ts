@@ -143,6 +143,40 @@ export class AccountService {
     return this.registration.register(req);
   }
 
+  /** Registers a user of an application service (see Registration.registerForAppService). */
+  registerForAppService(appserviceId: string, localpart: string, login: Parameters<Registration['registerForAppService']>[2]): Promise<RegisterResult> {
+    return this.registration.registerForAppService(appserviceId, localpart, login);
+  }
+
+  /**
+   * Logs in a user an application service acts as (`m.login.application_service`); the caller has
+   * checked that the service may. 403 when the account does not exist or is deactivated.
+   */
+  async loginForAppService(userId: string, device: { readonly deviceId?: string | undefined; readonly initialDeviceDisplayName?: string | undefined }): Promise<LoginResult> {
+    const user = await findUser(this.db, userId);
+    if (!user) throw HearthError.forbidden('Invalid username or password');
+    if (user.deactivated === 1) throw new HearthError(403, 'M_USER_DEACTIVATED', 'This account has been deactivated');
+    const session = await this.devices.startSession(user.user_id, { deviceId: device.deviceId, displayName: device.initialDeviceDisplayName });
+    return {
+      userId: user.user_id,
+      accessToken: session.accessToken,
+      deviceId: session.deviceId,
+      homeServer: this.deps.serverName,
+      ...(this.deps.clientBaseUrl ? { wellKnown: { 'm.homeserver': { base_url: this.deps.clientBaseUrl } } } : {}),
+    };
+  }
+
+  /** The account's flags, or undefined when there is no active account of that id. */
+  async activeAccount(userId: string): Promise<{ readonly isAdmin: boolean } | undefined> {
+    const user = await findUser(this.db, userId);
+    return user === undefined || user.deactivated === 1 ? undefined : { isAdmin: user.is_admin === 1 };
+  }
+
+  /** Whether the user has this device. */
+  async hasDevice(userId: string, deviceId: string): Promise<boolean> {
+    return (await this.devices.get(userId, deviceId)) !== undefined;
+  }
+
   /** Resolves when the username could be registered now; throws M_INVALID_USERNAME / M_USER_IN_USE. */
   checkUsernameAvailable(username: string): Promise<void> {
     return this.registration.checkUsername(username);

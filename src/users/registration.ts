@@ -127,6 +127,24 @@ export class Registration {
     if (await localpartTaken(this.deps.db, localpart)) throw new HearthError(400, 'M_USER_IN_USE', 'User ID already taken.');
   }
 
+  /**
+   * An application service's user (`m.login.application_service`): no password, no user-interactive
+   * auth, and none of the reservations of user registration (bridges' users often begin with `_`).
+   * The caller has checked that the service may claim the name.
+   */
+  async registerForAppService(
+    appserviceId: string,
+    localpart: string,
+    login: { readonly deviceId?: string | undefined; readonly initialDeviceDisplayName?: string | undefined; readonly inhibitLogin: boolean },
+  ): Promise<RegisterResult> {
+    validateLocalpart(localpart, { serverName: this.deps.serverName as ServerName });
+    if (await localpartTaken(this.deps.db, localpart)) throw new HearthError(400, 'M_USER_IN_USE', 'User ID already taken.');
+    const userId = await this.createAccount({ localpart, passwordHash: null, admin: false, guest: false, appserviceId });
+    if (login.inhibitLogin) return { userId };
+    const session = await this.deps.devices.startSession(userId, { deviceId: login.deviceId, displayName: login.initialDeviceDisplayName });
+    return { userId, ...session };
+  }
+
   /** A guest upgrade names the guest's own localpart, which is then neither reserved nor taken. */
   private checkGuestUpgrade(username: string | undefined, guestUserId: string): void {
     if (username === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'A guest upgrading its account must give its username');

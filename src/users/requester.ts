@@ -22,6 +22,8 @@ export interface RequestOrigin {
   readonly remoteAddress: string;
   /** Absent for callers outside the HTTP layer (the command line, tests). */
   readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** The query parameters (an application service names the user it acts as there). */
+  readonly query?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
 /** Resolves an access token to its requester; throws 401 M_UNKNOWN_TOKEN for an invalid one. */

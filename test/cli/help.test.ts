@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 
 const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const SUBCOMMANDS = ['serve', 'register', 'generate-config', 'generate-keys', 'version', 'help'];
+const SUBCOMMANDS = ['serve', 'register', 'generate-config', 'generate-keys', 'generate-appservice', 'version', 'help'];
 
 function hearth(...args: string[]) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', input: '' });

@@ -1,11 +1,29 @@
 // GET/POST /login, POST /logout, POST /logout/all and GET /account/whoami.
 
+import { checkServiceClaim, requestingService } from '../../appservice/claims.js';
+import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
+import type { JsonObject } from '../../protocol/json.js';
+import { identifiedUser } from '../../users/identifiers.js';
 import type { AccountService } from '../../users/accounts.js';
 import { jsonBody, optionalString, requiredString } from './fields.js';
 
-export function loginRoutes(deps: { accounts: AccountService }): RouteDef[] {
-  const { accounts } = deps;
+/** The login type of application services: their as_token, for a user of theirs. */
+const APP_SERVICE_TYPE = 'm.login.application_service';
+
+export function loginRoutes(deps: { accounts: AccountService; appServices?: AppServices }): RouteDef[] {
+  const { accounts, appServices } = deps;
+  // The service's token names the service; the identifier, which of its users logs in.
+  const loginAsService = async (body: JsonObject, accessToken: string | undefined) => {
+    const service = requestingService(appServices, accessToken);
+    const named = identifiedUser(body);
+    const userId = named.startsWith('@') ? named : `@${named.toLowerCase()}:${accounts.serverName}`;
+    checkServiceClaim(appServices!, service, userId);
+    return accounts.loginForAppService(userId, {
+      deviceId: optionalString(body, 'device_id'),
+      initialDeviceDisplayName: optionalString(body, 'initial_device_display_name'),
+    });
+  };
   return [
     {
       method: 'GET',
@@ -13,7 +31,7 @@ export function loginRoutes(deps: { accounts: AccountService }): RouteDef[] {
       versions: ['r0', 'v3'],
       path: '/login',
       auth: 'none',
-      handler: () => ({ body: { flows: accounts.loginFlows() } }),
+      handler: () => ({ body: { flows: [...accounts.loginFlows(), ...(appServices !== undefined && appServices.size > 0 ? [{ type: APP_SERVICE_TYPE }] : [])] } }),
     },
     {
       method: 'POST',
@@ -24,13 +42,17 @@ export function loginRoutes(deps: { accounts: AccountService }): RouteDef[] {
       rateLimit: 'login',
       handler: async (req) => {
         const body = jsonBody(req);
-        const r = await accounts.login({
-          type: requiredString(body, 'type'),
-          identifier: body,
-          password: optionalString(body, 'password'),
-          deviceId: optionalString(body, 'device_id'),
-          initialDeviceDisplayName: optionalString(body, 'initial_device_display_name'),
-        });
+        const type = requiredString(body, 'type');
+        const r =
+          type === APP_SERVICE_TYPE
+            ? await loginAsService(body, req.accessToken)
+            : await accounts.login({
+                type,
+                identifier: body,
+                password: optionalString(body, 'password'),
+                deviceId: optionalString(body, 'device_id'),
+                initialDeviceDisplayName: optionalString(body, 'initial_device_display_name'),
+              });
         return {
           body: {
             user_id: r.userId,

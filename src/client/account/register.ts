@@ -1,5 +1,7 @@
 // POST/GET /register, GET /register/available and the registration-token validity check.
 
+import { checkServiceClaim, requestingService } from '../../appservice/claims.js';
+import type { AppServices } from '../../appservice/namespaces.js';
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { JsonObject } from '../../protocol/json.js';
@@ -40,8 +42,11 @@ async function upgradingGuest(accounts: AccountService, req: HttpRequest, body: 
   return guest?.isGuest && guest.userId === `@${username.toLowerCase()}:${accounts.serverName}` ? guest.userId : undefined;
 }
 
-export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
-  const { accounts } = deps;
+/** The registration type of application services' users (no password, the service's as_token). */
+const APP_SERVICE_TYPE = 'm.login.application_service';
+
+export function registerRoutes(deps: { accounts: AccountService; appServices?: AppServices }): RouteDef[] {
+  const { accounts, appServices } = deps;
   return [
     {
       method: 'GET',
@@ -65,6 +70,18 @@ export function registerRoutes(deps: { accounts: AccountService }): RouteDef[] {
           const kind = registerKind(req);
           const body = jsonBody(req);
           const initialDeviceDisplayName = optionalString(body, 'initial_device_display_name');
+          if (kind === 'user' && body['type'] === APP_SERVICE_TYPE) {
+            const service = requestingService(appServices, req.accessToken);
+            const username = optionalString(body, 'username')?.toLowerCase();
+            if (username === undefined) throw new HearthError(400, 'M_MISSING_PARAM', 'Missing parameter: username');
+            checkServiceClaim(appServices!, service, `@${username}:${accounts.serverName}`);
+            const r = await accounts.registerForAppService(service.id, username, {
+              deviceId: optionalString(body, 'device_id'),
+              initialDeviceDisplayName,
+              inhibitLogin: optionalBoolean(body, 'inhibit_login') ?? false,
+            });
+            return { body: { user_id: r.userId, home_server: accounts.serverName, ...(r.accessToken !== undefined ? { access_token: r.accessToken, device_id: r.deviceId } : {}) } };
+          }
           if (kind === 'guest') {
             const r = await accounts.register({ kind, initialDeviceDisplayName });
             return { body: { user_id: r.userId, home_server: accounts.serverName, access_token: r.accessToken, device_id: r.deviceId } };

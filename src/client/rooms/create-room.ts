@@ -1,5 +1,7 @@
 // POST /createRoom.
 
+import { checkAliasClaim } from '../../appservice/claims.js';
+import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../../protocol/json.js';
@@ -56,7 +58,7 @@ function checkCreationContent(content: JsonObject | undefined): JsonObject | und
   return content;
 }
 
-export function createRoomRoutes(deps: { rooms: RoomService }): RouteDef[] {
+export function createRoomRoutes(deps: { rooms: RoomService; appServices?: AppServices }): RouteDef[] {
   return [
     {
       method: 'POST',
@@ -91,6 +93,10 @@ export function createRoomRoutes(deps: { rooms: RoomService }): RouteDef[] {
           ...optional('isDirect', optionalBoolean(b, 'is_direct')),
           ...optional('powerLevelContentOverride', optionalObject(b, 'power_level_content_override')),
         };
+        const services = deps.appServices;
+        if (request.roomAliasName !== undefined && services !== undefined) {
+          checkAliasClaim(services, requester(req).appserviceId, `#${request.roomAliasName}:${services.serverName}`);
+        }
         const { roomId } = await deps.rooms.createRoom(requester(req), request);
         return { body: { room_id: roomId } };
       },

@@ -1,6 +1,8 @@
 // Aliases and the published room directory: /directory/room/{alias} PUT, GET, DELETE;
 // /rooms/{roomId}/aliases; /directory/list/room/{roomId} GET, PUT; /publicRooms GET, POST.
 
+import { checkAliasClaim } from '../../appservice/claims.js';
+import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { PublicRoomsRequest } from '../../rooms/perform/directory.js';
@@ -20,8 +22,8 @@ function optionalRoomTypes(filter: JsonObject): (string | null)[] | undefined {
   return v as (string | null)[];
 }
 
-export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
-  const { rooms } = deps;
+export function directoryRoutes(deps: { rooms: RoomService; appServices?: AppServices }): RouteDef[] {
+  const { rooms, appServices } = deps;
   return [
     {
       method: 'PUT',
@@ -29,7 +31,9 @@ export function directoryRoutes(deps: { rooms: RoomService }): RouteDef[] {
       versions: VERSIONS,
       path: '/directory/room/:roomAlias',
       handler: async (req) => {
-        await rooms.createAlias(requester(req), param(req, 'roomAlias'), requiredString(body(req), 'room_id'));
+        const alias = param(req, 'roomAlias');
+        checkAliasClaim(appServices, requester(req).appserviceId, alias);
+        await rooms.createAlias(requester(req), alias, requiredString(body(req), 'room_id'));
         return { body: {} };
       },
     },

@@ -1,5 +1,6 @@
 // The room routes of the client API, all served by the RoomService.
 
+import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
 import type { RoomService } from '../../rooms/service.js';
 import { createRoomRoutes } from './create-room.js';
@@ -8,6 +9,6 @@ import { eventRoutes } from './events.js';
 import { memberRoutes } from './members.js';
 import { membershipRoutes } from './membership.js';
 
-export function roomRoutes(deps: { rooms: RoomService }): RouteDef[] {
+export function roomRoutes(deps: { rooms: RoomService; appServices?: AppServices }): RouteDef[] {
   return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps)];
 }
