@@ -40,7 +40,7 @@ import { KnownFirstKeyRing, StaticKeyRing, type KeyRing } from './rooms/input/ke
 import type { RemoteEvents } from './rooms/input/remote-events.js';
 import { RoomService } from './rooms/service.js';
 import { isJoinedTo, usersInPublicRooms, usersSharingRooms } from './storage/rooms/memberships.js';
-import { serverSharesRoomWith } from './storage/federation/room-servers.js';
+import { serverSharesRoomWith, serverSharesRoomWithSince } from './storage/federation/room-servers.js';
 import { AccountService, type AccountServiceDeps } from './users/accounts.js';
 import { AccountDataService } from './users/account-data.js';
 import { FilterService } from './users/filters.js';
@@ -52,6 +52,7 @@ import { ToDeviceService } from './users/to-device.js';
 import { TypingService } from './users/typing.js';
 import { UserDirectoryService } from './users/user-directory.js';
 import { DeviceKeyService } from './users/device-keys.js';
+import { RemoteDeviceLists } from './users/remote-device-lists.js';
 import { keyRoutes } from './client/keys/index.js';
 import { openIdRoutes } from './client/account/openid.js';
 import { pusherRoutes } from './client/account/pushers.js';
@@ -70,7 +71,7 @@ import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
 import { federationQueryRoutes } from './federation/query-routes.js';
-import { remoteKeys } from './federation/remote-keys.js';
+import { remoteDeviceListSource, remoteKeys } from './federation/remote-keys.js';
 import { remoteAlias, remoteProfile, remotePublicRooms } from './federation/remote-queries.js';
 import { FederationMembership } from './federation/membership-client.js';
 import { federationUserRoutes } from './federation/user-routes.js';
@@ -294,6 +295,10 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     uia: passwordAuth(db, serverName),
     ...(deviceListEdus ? { outbound: deviceListEdus } : {}),
   });
+  const remoteDeviceLists =
+    federation === undefined
+      ? undefined
+      : new RemoteDeviceLists({ db, source: remoteDeviceListSource(federation.client), sharingSince: (userId) => serverSharesRoomWithSince(db, serverName, userId), log: core.log });
   const deviceKeys = new DeviceKeyService({
     db,
     notifier,
@@ -301,6 +306,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     usersSharingRooms: sharing,
     crossSigning,
     ...(federation !== undefined ? { remoteKeys: remoteKeys(federation.client) } : {}),
+    ...(remoteDeviceLists ? { remoteDeviceLists } : {}),
     ...(deviceListEdus ? { outbound: deviceListEdus } : {}),
   });
   const backups = new KeyBackupService({ db });
@@ -393,7 +399,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       },
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
-    { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })] },
+    { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })], close: () => remoteDeviceLists?.close() },
     {
       name: 'legacy',
       routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService, upgrades: new RoomUpgrades(roomService.reader) }),

@@ -6,9 +6,11 @@
 import { isUserOf } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { DeviceKeyService } from '../users/device-keys.js';
+import type { DeviceChange } from '../users/remote-device-lists.js';
 import { MAX_STATUS_MSG_LENGTH, PRESENCE_STATES, type PresenceService, type PresenceState } from '../users/presence.js';
 import type { ToDeviceService } from '../users/to-device.js';
 import { DEFAULT_TYPING_TIMEOUT_MS, type TypingService } from '../users/typing.js';
+import { crossSigningKeyOf, namesDevice } from './remote-keys.js';
 import type { EduHandlers } from './transactions.js';
 
 export interface EduDeps {
@@ -16,7 +18,7 @@ export interface EduDeps {
   readonly isJoined: (userId: string, roomId: string) => Promise<boolean>;
   readonly receipts: { sendReceipt(userId: string, roomId: string, receiptType: string, eventId: string, threadId?: unknown): Promise<void> };
   readonly toDevice?: Pick<ToDeviceService, 'deliverRemote'>;
-  readonly deviceLists?: Pick<DeviceKeyService, 'remoteDeviceListChanged'>;
+  readonly deviceLists?: Pick<DeviceKeyService, 'remoteDeviceChanged' | 'remoteSigningKeysChanged'>;
   readonly presence?: Pick<PresenceService, 'setRemotePresence'>;
   /** Whether a user of this server is joined to a room the user is joined to. */
   readonly sharesRoomWithLocalUser?: (userId: string) => Promise<boolean>;
@@ -27,11 +29,10 @@ const FEDERATED_RECEIPTS = new Set(['m.read']);
 
 export function eduHandlers(deps: EduDeps): EduHandlers {
   const shares = (userId: string) => deps.sharesRoomWithLocalUser?.(userId) ?? Promise.resolve(false);
-  // A user of the origin whose devices or cross-signing keys changed: our users re-read them.
-  const deviceListChanged = async (origin: string, content: JsonObject) => {
+  /** The user of the origin an update is about, if it is one sharing a room with ours. */
+  const aboutSharingUser = async (origin: string, content: JsonObject): Promise<string | undefined> => {
     const userId = content['user_id'];
-    if (deps.deviceLists === undefined || !isUserOf(userId, origin) || !(await shares(userId))) return;
-    await deps.deviceLists.remoteDeviceListChanged(userId);
+    return deps.deviceLists !== undefined && isUserOf(userId, origin) && (await shares(userId)) ? userId : undefined;
   };
   return {
     // m.typing: {room_id, user_id, typing}; a remote typist times out like a local one.
@@ -67,12 +68,22 @@ export function eduHandlers(deps: EduDeps): EduHandlers {
       if (typeof type !== 'string' || typeof messageId !== 'string' || !isJsonObject(messages)) return;
       await deps.toDevice.deliverRemote(origin, sender, type, messageId, messages);
     },
-    // m.device_list_update: {user_id, device_id, stream_id, prev_id, deleted?, keys?}. No copy of
-    // other servers' device lists is kept (keys are asked for when a client queries them), so
-    // only the change is noted.
-    deviceListUpdate: deviceListChanged,
+    // m.device_list_update: {user_id, device_id, stream_id, prev_id, deleted?, keys?,
+    // device_display_name?}: applied to the copy kept of the user's devices (or, when a change
+    // was missed, the copy is fetched again), and our users re-read them.
+    async deviceListUpdate(origin: string, content: JsonObject) {
+      const userId = await aboutSharingUser(origin, content);
+      if (userId !== undefined) await deps.deviceLists?.remoteDeviceChanged(userId, readDeviceChange(userId, content));
+    },
     // m.signing_key_update: {user_id, master_key?, self_signing_key?}: a change of that user's keys too.
-    signingKeyUpdate: deviceListChanged,
+    async signingKeyUpdate(origin: string, content: JsonObject) {
+      const userId = await aboutSharingUser(origin, content);
+      if (userId === undefined) return;
+      await deps.deviceLists?.remoteSigningKeysChanged(userId, {
+        masterKey: crossSigningKeyOf(content['master_key'], userId, 'master'),
+        selfSigningKey: crossSigningKeyOf(content['self_signing_key'], userId, 'self_signing'),
+      });
+    },
     // m.presence: {push: [{user_id, presence, status_msg?, last_active_ago, currently_active?}]}.
     async presence(origin: string, content: JsonObject) {
       const push = content['push'];
@@ -90,4 +101,18 @@ export function eduHandlers(deps: EduDeps): EduHandlers {
       }
     },
   };
+}
+
+/**
+ * An m.device_list_update's change, or undefined when it cannot be applied as it stands (no
+ * device or stream ID, or keys that do not name the user and device).
+ */
+function readDeviceChange(userId: string, content: JsonObject): DeviceChange | undefined {
+  const { device_id: deviceId, stream_id: streamId, deleted, keys, device_display_name: name } = content;
+  const prevId = content['prev_id'] ?? [];
+  if (typeof deviceId !== 'string' || typeof streamId !== 'number' || !Number.isSafeInteger(streamId)) return undefined;
+  if (!Array.isArray(prevId) || !prevId.every((p): p is number => typeof p === 'number' && Number.isSafeInteger(p))) return undefined;
+  if (deleted === true) return { deviceId, streamId, prevIds: prevId, deleted: true };
+  if (keys !== undefined && keys !== null && !namesDevice(keys, userId, deviceId)) return undefined;
+  return { deviceId, streamId, prevIds: prevId, deleted: false, keys: keys ?? undefined, displayName: typeof name === 'string' ? name : undefined };
 }

@@ -1,12 +1,17 @@
 // Other servers' users' end-to-end keys, asked of their servers for /keys/query
-// (/user/keys/query) and /keys/claim (/user/keys/claim). Each server is asked once, several at a
-// time, all within the time the client gave. A server may speak only for the users and devices
-// it was asked about: anything else in its answer is dropped, and so is a device key that does
-// not name the user and device it is filed under. A server that cannot be asked, answers with an
-// error or runs out of time is a failure naming the server and nothing more of what went wrong.
+// (/user/keys/query) and /keys/claim (/user/keys/claim), and a user's whole device list for the
+// copy this server keeps (/user/devices). Each server is asked once, several at a time, all within
+// the time the client gave. A server may speak only for the users and devices it was asked about:
+// anything else in its answer is dropped, and so is a device key that does not name the user and
+// device it is filed under. A server that cannot be asked, answers with an error or runs out of
+// time is a failure naming the server and nothing more of what went wrong.
 
+import { HearthError } from '../protocol/errors.js';
+import { serverNameOf } from '../protocol/ids/accessors.js';
+import { parseUserId } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../protocol/json.js';
 import type { RemoteKeyFailures, RemoteKeys } from '../users/device-keys.js';
+import type { DeviceListSource, KeptDevice } from '../users/remote-device-lists.js';
 import { FederationError, type FederationRequest, type FederationResponse } from './client.js';
 
 type Client = { request(req: FederationRequest): Promise<FederationResponse> };
@@ -42,10 +47,15 @@ async function eachServer<T>(items: readonly T[], each: (item: T) => Promise<voi
 }
 
 /** A cross-signing key of `userId` for `usage`, or undefined when it is not one. */
-function crossSigningKeyOf(value: JsonValue | undefined, userId: string, usage: string): JsonObject | undefined {
+export function crossSigningKeyOf(value: JsonValue | undefined, userId: string, usage: string): JsonObject | undefined {
   if (!isJsonObject(value) || value['user_id'] !== userId || !isJsonObject(value['keys'])) return undefined;
   const usages = value['usage'];
   return Array.isArray(usages) && usages.includes(usage) ? value : undefined;
+}
+
+/** Whether `keys` are device keys naming this user and device. */
+export function namesDevice(keys: JsonValue | undefined, userId: string, deviceId: string): keys is JsonObject {
+  return isJsonObject(keys) && keys['user_id'] === userId && keys['device_id'] === deviceId;
 }
 
 /** The devices of `userId` in `given` that were asked for (none asked: all), each naming its user and device. */
@@ -55,8 +65,7 @@ function devicesOf(given: JsonValue | undefined, userId: string, asked: readonly
   // fromEntries: a device ID such as "__proto__" stays a plain key.
   return Object.fromEntries(
     Object.entries(given).filter(
-      (entry): entry is [string, JsonObject] =>
-        (wanted === undefined || wanted.has(entry[0])) && isJsonObject(entry[1]) && entry[1]['user_id'] === userId && entry[1]['device_id'] === entry[0],
+      (entry): entry is [string, JsonObject] => (wanted === undefined || wanted.has(entry[0])) && namesDevice(entry[1], userId, entry[0]),
     ),
   );
 }
@@ -126,6 +135,44 @@ export function remoteKeys(client: Client): RemoteKeys {
         }
       });
       return out;
+    },
+  };
+}
+
+/**
+ * A user's whole device list from their server (GET /user/devices): `stream_id`, the devices whose
+ * keys name the user and the device, and the user's master and self-signing keys.
+ */
+export function remoteDeviceListSource(client: Client): DeviceListSource {
+  return {
+    async deviceList(userId, timeoutMs) {
+      const server = serverNameOf(parseUserId(userId));
+      let res: FederationResponse;
+      try {
+        res = await client.request({ destination: server, method: 'GET', path: `/federation/v1/user/devices/${encodeURIComponent(userId)}`, timeoutMs });
+      } catch {
+        throw new HearthError(502, 'M_UNKNOWN', `Could not reach ${server} for a device list`);
+      }
+      const body = res.body;
+      if (res.status !== 200 || !isJsonObject(body)) throw new HearthError(502, 'M_UNKNOWN', `${server} answered ${res.status} for a device list`);
+      const streamId = body['stream_id'];
+      const listed = body['devices'];
+      if (body['user_id'] !== userId || !Number.isSafeInteger(streamId) || !Array.isArray(listed)) {
+        throw new HearthError(502, 'M_UNKNOWN', `${server} did not answer with a device list`);
+      }
+      const devices = new Map<string, KeptDevice>();
+      for (const d of listed) {
+        if (!isJsonObject(d)) continue;
+        const { device_id: deviceId, keys, device_display_name: name } = d;
+        if (typeof deviceId !== 'string' || devices.has(deviceId) || !namesDevice(keys, userId, deviceId)) continue;
+        devices.set(deviceId, { deviceId, keys, displayName: typeof name === 'string' ? name : null });
+      }
+      return {
+        streamId: streamId as number,
+        devices: [...devices.values()],
+        masterKey: crossSigningKeyOf(body['master_key'], userId, 'master'),
+        selfSigningKey: crossSigningKeyOf(body['self_signing_key'], userId, 'self_signing'),
+      };
     },
   };
 }

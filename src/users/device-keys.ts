@@ -1,10 +1,11 @@
 // End-to-end encryption keys of local devices: device keys, one-time keys and fallback keys
 // (upload, query, claim), and the device_lists stream that tells the users sharing a room with a
 // user when that user's devices or keys change. /keys/query also carries what cross-signing
-// (users/cross-signing.ts) adds. Other servers' users' keys are asked of their servers through
-// the `remoteKeys` port (federation/remote-keys.ts), when there is one. Changes of local users
-// are told to the other servers in their rooms through the `outbound` port; other servers' news
-// of their users (`remoteDeviceListChanged`) goes on the same stream.
+// (users/cross-signing.ts) adds. Other servers' users' keys are answered from the copy kept of
+// their device lists (users/remote-device-lists.ts) when it is current, else asked of their
+// servers through the `remoteKeys` port (federation/remote-keys.ts), when there is one. Changes of
+// local users are told to the other servers in their rooms through the `outbound` port; other
+// servers' news of their users updates the copy and goes on the same stream.
 
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
@@ -28,6 +29,7 @@ import {
 import { insertDeviceListChange } from '../storage/user-data/device-lists.js';
 import type { StreamBus } from '../streams/bus.js';
 import type { CrossSigningService } from './cross-signing.js';
+import type { DeviceChange, RemoteDeviceLists, SigningKeysChange } from './remote-device-lists.js';
 
 /** Clients older than fallback keys look for this count, so it is always reported. */
 const DEFAULT_COUNTED_ALGORITHM = 'signed_curve25519';
@@ -98,6 +100,8 @@ export interface DeviceKeyServiceDeps {
   readonly crossSigning?: Pick<CrossSigningService, 'keysForQuery'>;
   /** Other servers' users' keys; without it (federation off), their servers are reported as failures. */
   readonly remoteKeys?: RemoteKeys;
+  /** The copy of other servers' users' device lists; without it, their servers are asked each time. */
+  readonly remoteDeviceLists?: Pick<RemoteDeviceLists, 'query' | 'deviceChanged' | 'signingKeysChanged'>;
   /** Other servers are told of local users' changes; without it (federation off), nobody is. */
   readonly outbound?: DeviceListOutbound;
 }
@@ -195,7 +199,7 @@ export class DeviceKeyService {
       }
     }
     // Other servers are waited for while the local keys are read.
-    const asked = remote.size > 0 ? this.deps.remoteKeys?.query(remote, timeoutMs) : undefined;
+    const asked = remote.size > 0 ? this.remoteQuery(remote, timeoutMs) : undefined;
     const deviceKeys: Record<string, Record<string, JsonObject>> = {};
     for (const [userId, devices] of local) {
       const rows = await selectKeysOfDevices(this.deps.db, userId, devices.length === 0 ? undefined : devices);
@@ -301,14 +305,37 @@ export class DeviceKeyService {
     await this.announce(userId, change);
   }
 
+  /** Another server's m.device_list_update of its user (undefined: unreadable): the copy, then the stream. */
+  async remoteDeviceChanged(userId: string, change: DeviceChange | undefined): Promise<void> {
+    await this.deps.remoteDeviceLists?.deviceChanged(userId, change);
+    await this.remoteDeviceListChanged(userId);
+  }
+
+  /** Another server's m.signing_key_update of its user: the copy, then the stream. */
+  async remoteSigningKeysChanged(userId: string, keys: SigningKeysChange): Promise<void> {
+    await this.deps.remoteDeviceLists?.signingKeysChanged(userId, keys);
+    await this.remoteDeviceListChanged(userId);
+  }
+
   /**
    * Another server says its user's devices or cross-signing keys changed: the local users sharing a
-   * room with them re-read that user's keys (asked of that server when they do).
+   * room with them re-read that user's keys.
    */
-  async remoteDeviceListChanged(userId: string): Promise<void> {
+  private async remoteDeviceListChanged(userId: string): Promise<void> {
     if (serverNameOf(parseUserId(userId)) === this.deps.serverName) return;
     const position = await this.deps.db.transaction().execute((trx) => insertDeviceListChange(trx, userId));
     await this.announce(userId, { position, destinations: [] });
+  }
+
+  /** Other servers' users' keys: from the kept copy where it is current, else asked of their servers. */
+  private remoteQuery(remote: ReadonlyMap<string, Record<string, string[]>>, timeoutMs: number): ReturnType<RemoteKeys['query']> | undefined {
+    const remoteKeys = this.deps.remoteKeys;
+    if (remoteKeys === undefined) return undefined;
+    const ask: RemoteKeys['query'] = (wanted, ms) => remoteKeys.query(wanted, ms);
+    const answer = this.deps.remoteDeviceLists?.query(remote, timeoutMs, ask) ?? ask(remote, timeoutMs);
+    // Awaited only after the local keys are read: a failure of the copy's reads must not count as unhandled meanwhile.
+    answer.catch(() => undefined);
+    return answer;
   }
 
   /** Records a change of these devices of a local user and queues the news for other servers. */

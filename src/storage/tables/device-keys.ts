@@ -1,5 +1,6 @@
 // End-to-end encryption keys and the device_lists stream (migration 005), cross-signing keys and
-// signatures, and server-side key backups (migration 006).
+// signatures, and server-side key backups (migration 006); other servers' users' device lists
+// (migration 015).
 
 export interface DeviceListChangesTable {
   stream_position: number;
@@ -77,6 +78,32 @@ export interface BackupKeysTable {
   session_data: string;
 }
 
+/** Another server's user whose device list is kept (sharing a room with one of ours). */
+export interface RemoteDeviceListsTable {
+  user_id: string;
+  /** The last `stream_id` of the user's server applied: from /user/devices or an m.device_list_update. */
+  stream_id: number;
+  /** 1 when a change may have been missed: the copy is not used until fetched again. */
+  stale: number;
+  /**
+   * Since when (events-stream position) the user had shared a room with ours when the list was
+   * fetched: a later one now means a break, when their server told us nothing.
+   */
+  shared_since: number;
+  /** JSON cross-signing keys as their server gave them, or null. */
+  master_key: string | null;
+  self_signing_key: string | null;
+  updated_ts: number;
+}
+
+export interface RemoteDevicesTable {
+  user_id: string;
+  device_id: string;
+  /** The device keys object, checked to name this user and device; null: the device has none. */
+  key_json: string | null;
+  display_name: string | null;
+}
+
 export interface DeviceKeyTables {
   device_list_changes: DeviceListChangesTable;
   device_keys: DeviceKeysTable;
@@ -86,4 +113,6 @@ export interface DeviceKeyTables {
   cross_signing_signatures: CrossSigningSignaturesTable;
   backup_versions: BackupVersionsTable;
   backup_keys: BackupKeysTable;
+  remote_device_lists: RemoteDeviceListsTable;
+  remote_devices: RemoteDevicesTable;
 }
