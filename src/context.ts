@@ -9,7 +9,11 @@ import { healthRoutes, databaseProbe } from './admin/health.js';
 import { appServiceAuthenticator } from './appservice/authenticator.js';
 import { checkNotExclusive } from './appservice/claims.js';
 import { HearthError } from './protocol/errors.js';
+import { serviceHttp } from './appservice/http.js';
 import { loadAppServices } from './appservice/load.js';
+import { AppServicePusher } from './appservice/pusher.js';
+import { roomAliasesFor } from './appservice/interest.js';
+import { joinedMembersOf } from './storage/appservice/queues.js';
 import type { AppServices } from './appservice/namespaces.js';
 import { accountRoutes } from './client/account/index.js';
 import { serverInfoRoutes } from './client/server-info/index.js';
@@ -347,8 +351,34 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
   const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
   const openId = new OpenIdService({ db, serverName });
+  // Events to the application services that listen for them.
+  const serviceRequests = serviceHttp({ disableTlsValidation: config.app_service_api.disable_tls_validation });
+  const pusher = new AppServicePusher({
+    db,
+    bus: notifier,
+    reader: roomService.reader,
+    services: appServices,
+    interest: {
+      joinedMembers: (roomId) => joinedMembersOf(db, roomId),
+      aliases: (roomId) => roomAliasesFor(db, roomService.reader, roomId),
+    },
+    http: serviceRequests,
+    protocolName: config.global.protocol_name,
+    legacyAuthorization: config.app_service_api.legacy_authorization,
+    log: core.log,
+    ...(options.appServiceRetry !== undefined ? { retry: options.appServiceRetry } : {}),
+  });
+  await pusher.start();
 
   const parts: ServerPart[] = [
+    {
+      name: 'appservices',
+      routes: [],
+      close: async () => {
+        await pusher.stop();
+        await serviceRequests.close();
+      },
+    },
     {
       name: 'server-info',
       routes: serverInfoRoutes({
@@ -491,6 +521,8 @@ export interface CreateServerOptions {
   remoteEvents?: RemoteEvents;
   /** How other servers are found and trusted beyond the system's DNS and roots (tests: a local DNS server and CA). */
   federation?: FederationReach;
+  /** Pauses between attempts to deliver to an application service (default 1 s doubling to 5 min; tests shorten them). */
+  appServiceRetry?: { readonly minMs: number; readonly maxMs: number };
 }
 
 export interface FederationReach {

@@ -289,6 +289,14 @@ export const SERVICE_KEYS = [
     doc: 'Skip certificate checks when calling appservices. Not for production.',
   }),
   key({
+    path: 'app_service_api.legacy_authorization',
+    kind: boolean,
+    default: false,
+    doc:
+      'Also send the `hs_token` to appservices as the `access_token` query parameter, for services ' +
+      'written before the `Authorization` header (spec 1.4). The header is always sent.',
+  }),
+  key({
     path: 'app_service_config_files',
     kind: list(path),
     default: [],

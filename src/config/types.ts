@@ -147,6 +147,7 @@ export interface HearthConfig {
   };
   app_service_api: {
     disable_tls_validation: boolean;
+    legacy_authorization: boolean;
   };
   /** absolute paths of appservice registration files */
   app_service_config_files: string[];

@@ -2,6 +2,7 @@
 // Booleans are stored as 0/1 integers so both backends read the same.
 
 import type { AccountsTables } from './tables/accounts.js';
+import type { AppServiceTables } from './tables/appservice.js';
 import type { DeviceKeyTables } from './tables/device-keys.js';
 import type { ErasedUsersTables } from './tables/erased-users.js';
 import type { PusherTables } from './tables/pushers.js';
@@ -11,6 +12,7 @@ import type { UserDataTables } from './tables/user-data.js';
 import type { FederationTransactionTables } from './tables/federation-transactions.js';
 
 export type * from './tables/accounts.js';
+export type * from './tables/appservice.js';
 export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
 export type * from './tables/pushers.js';
@@ -37,4 +39,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables {}

@@ -84,7 +84,7 @@ function expectedDefaults(dir: string): HearthConfig {
       prefer_direct_fetch: false,
       key_perspectives: [],
     },
-    app_service_api: { disable_tls_validation: false },
+    app_service_api: { disable_tls_validation: false, legacy_authorization: false },
     app_service_config_files: [],
     logging: [{ type: 'std', level: 'info', path: null }],
   };

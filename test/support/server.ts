@@ -41,6 +41,8 @@ export interface StartTestServerOptions {
   remoteEvents?: RemoteEvents;
   /** How the server finds and trusts other servers (a test DNS server, a test CA). */
   federation?: FederationReach;
+  /** Pauses between attempts to deliver to an application service. */
+  appServiceRetry?: { readonly minMs: number; readonly maxMs: number };
 }
 
 export interface TestUser {
@@ -136,6 +138,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
       ...(options.logLevel ? {} : { logger: false }),
       ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
       ...(options.federation !== undefined ? { federation: options.federation } : {}),
+      ...(options.appServiceRetry !== undefined ? { appServiceRetry: options.appServiceRetry } : {}),
     });
     const [listener] = await server.listen();
     const running = server;

@@ -18,13 +18,14 @@ import { inboundTransactions } from './012-inbound-transactions.js';
 import { joinedSince } from './013-joined-since.js';
 import { eduQueues } from './014-edu-queues.js';
 import { remoteDeviceLists } from './015-remote-device-lists.js';
+import { appserviceQueues } from './016-appservice-queues.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -1,0 +1,23 @@
+// Application services' delivery state (migration 016).
+
+/**
+ * One row per service: the transaction ids it has been given, how far its events have been
+ * delivered, and the transaction in flight, kept as sent so that a retry (after a failure or a
+ * restart) is the same transaction, id and body.
+ */
+export interface AppServiceQueuesTable {
+  as_id: string;
+  /** The last transaction id given out (ids rise by one). */
+  last_txn_id: number;
+  /** Events up to this stream position have been delivered (a 200 from the service). */
+  delivered_position: number;
+  pending_txn_id: number | null;
+  /** The pending transaction's body, as sent. */
+  pending_body: string | null;
+  /** The last stream position the pending transaction covers. */
+  pending_position: number | null;
+}
+
+export interface AppServiceTables {
+  appservice_queues: AppServiceQueuesTable;
+}
