@@ -12,6 +12,7 @@ import { HearthError } from './protocol/errors.js';
 import { serviceHttp } from './appservice/http.js';
 import { loadAppServices } from './appservice/load.js';
 import { AppServicePusher } from './appservice/pusher.js';
+import { AppServiceQueryClient } from './appservice/queries.js';
 import { roomAliasesFor } from './appservice/interest.js';
 import { joinedMembersOf } from './storage/appservice/queues.js';
 import type { AppServices } from './appservice/namespaces.js';
@@ -211,6 +212,16 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const federation = federationParts(core, options.federation);
   const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
   const sharing = (userId: string) => usersSharingRooms(db, userId);
+  // Requests to application services: their transactions (below), and queries about local users
+  // and aliases unknown here, which profiles and rooms make.
+  const serviceRequests = serviceHttp({ disableTlsValidation: config.app_service_api.disable_tls_validation });
+  const appServiceQueries = new AppServiceQueryClient({
+    services: core.appServices,
+    http: serviceRequests,
+    protocolName: config.global.protocol_name,
+    legacyAuthorization: config.app_service_api.legacy_authorization,
+    log: core.log,
+  });
 
   // Profiles and rooms refer to each other: a profile change rewrites member events, and member
   // events carry the profile. `rooms` is bound before any request can change a profile.
@@ -220,6 +231,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     db,
     serverName,
     ...(federation !== undefined ? { remote: (userId: string) => remoteProfile(federation.client, userId) } : {}),
+    appServiceQueries,
     onProfileChange: async (userId, profile) => {
       await rooms?.updateMemberProfiles(userId, profile);
       await presence?.profileChanged(userId);
@@ -245,6 +257,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
     profiles: { profile: (userId) => profiles.profileOf(userId) },
+    appServiceQueries,
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
     erasedUsers,
     eventCache: { maxBytes: core.config.global.cache.max_size_estimated, maxAgeMs: core.config.global.cache.max_age },
@@ -352,7 +365,6 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
   const openId = new OpenIdService({ db, serverName });
   // Events to the application services that listen for them.
-  const serviceRequests = serviceHttp({ disableTlsValidation: config.app_service_api.disable_tls_validation });
   const pusher = new AppServicePusher({
     db,
     bus: notifier,

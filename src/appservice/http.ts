@@ -1,7 +1,7 @@
 // Requests to application services, over undici's keep-alive pools, each within a time limit.
 
 import { loadUndici } from '../federation/undici.js';
-import type { ServiceHttp } from './pusher.js';
+import type { ServiceHttp } from './service-api.js';
 
 /** How long a service may take to answer a request. */
 const TIMEOUT_MS = 30_000;
@@ -20,7 +20,7 @@ export function serviceHttp(options: { readonly disableTlsValidation: boolean; r
       headers: req.headers,
       ...(req.body !== undefined ? { body: req.body } : {}),
       dispatcher: await pool(),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.timeout(req.timeoutMs ?? timeoutMs),
     });
     return { status: res.statusCode, body: await res.body.text() };
   };

@@ -9,8 +9,7 @@
 // that mark are not sent again if the consumer reads them once more. Failures back off
 // exponentially up to a cap.
 //
-// Paths: `_chat` or `_matrix` as `global.protocol_name` says; a service that answers 404 or 405
-// to one naming is tried with the other, and the naming that worked is kept for it.
+// Paths, naming fallback and authorization: service-api.ts.
 
 import type { Kysely } from 'kysely';
 import type { RoomReader } from '../rooms/reader.js';
@@ -21,14 +20,12 @@ import { StreamConsumer } from '../streams/consumer.js';
 import { ServiceInterest, type InterestDeps } from './interest.js';
 import type { AppServices } from './namespaces.js';
 import type { AppServiceRegistration } from './registration.js';
+import { ServiceApi, type ServiceAnswer, type ServiceHttp } from './service-api.js';
 
 /** Events per transaction. */
 const EVENTS_PER_TRANSACTION = 100;
 /** Events committed within this of the first go in the same transaction. */
 const GATHER_MS = 10;
-
-/** One HTTP request to a service; resolves with its status, rejects when it could not be made. */
-export type ServiceHttp = (req: { readonly method: 'PUT' | 'GET' | 'POST'; readonly url: string; readonly headers: Record<string, string>; readonly body?: string }) => Promise<{ readonly status: number; readonly body: string }>;
 
 export interface AppServicePusherOptions {
   readonly db: Kysely<Schema>;
@@ -47,22 +44,20 @@ export interface AppServicePusherOptions {
   readonly now?: () => number;
 }
 
-type Naming = 'chat' | 'matrix';
-
 /** Why a transaction was not taken: the consumer retries the batch. */
 class DeliveryError extends Error {}
 
 class ServiceQueue {
   readonly consumer: StreamConsumer<TimelineRow>;
   private readonly interest: ServiceInterest;
-  private naming: Naming;
+  private readonly api: ServiceApi;
 
   constructor(
     private readonly options: AppServicePusherOptions,
     readonly service: AppServiceRegistration & { readonly url: string },
     startAfter: number,
   ) {
-    this.naming = options.protocolName;
+    this.api = new ServiceApi(service, options);
     this.interest = new ServiceInterest(options.services, service, options.interest);
     this.consumer = new StreamConsumer<TimelineRow>({
       name: `appservice:${service.id}`,
@@ -115,29 +110,14 @@ class ServiceQueue {
 
   /** PUTs the transaction until the service takes it; throws (to be retried) otherwise. */
   private async send(txnId: number, body: string): Promise<void> {
-    const first = this.naming;
-    for (const naming of [first, first === 'chat' ? 'matrix' : 'chat'] as const) {
-      // Under the url's own path, when it has one.
-      const url = new URL(`${this.service.url.replace(/\/+$/, '')}/_${naming}/app/v1/transactions/${txnId}`);
-      if (this.options.legacyAuthorization) url.searchParams.set('access_token', this.service.hs_token);
-      let res: { status: number; body: string };
-      try {
-        res = await this.options.http({
-          method: 'PUT',
-          url: url.toString(),
-          headers: { authorization: `Bearer ${this.service.hs_token}`, 'content-type': 'application/json' },
-          body,
-        });
-      } catch (err) {
-        throw new DeliveryError(`application service ${this.service.id} could not be reached: ${err instanceof Error ? err.message : String(err)}`);
-      }
-      if (res.status >= 200 && res.status < 300) {
-        this.naming = naming;
-        return;
-      }
-      if (res.status !== 404 && res.status !== 405) throw new DeliveryError(`application service ${this.service.id} answered ${res.status} to transaction ${txnId}`);
+    let res: ServiceAnswer;
+    try {
+      res = await this.api.request('PUT', `transactions/${txnId}`, { body });
+    } catch (err) {
+      throw new DeliveryError(`application service ${this.service.id} could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }
-    throw new DeliveryError(`application service ${this.service.id} has no transactions endpoint under /_chat or /_matrix`);
+    if (res.unrouted) throw new DeliveryError(`application service ${this.service.id} has no transactions endpoint under /_chat or /_matrix`);
+    if (res.status < 200 || res.status >= 300) throw new DeliveryError(`application service ${this.service.id} answered ${res.status} to transaction ${txnId}`);
   }
 }
 

@@ -11,7 +11,7 @@ export interface FederationQueryDeps {
   readonly serverName: string;
   readonly version: string;
   readonly profiles: {
-    profileOf(userId: string): Promise<{ readonly displayname: string | null; readonly avatar_url: string | null } | undefined>;
+    localProfile(userId: string): Promise<{ readonly displayname: string | null; readonly avatar_url: string | null } | undefined>;
   };
   readonly rooms: { resolveAlias(alias: string): Promise<{ room_id: string; servers: string[] }> };
 }
@@ -48,7 +48,7 @@ export function federationQueryRoutes(deps: FederationQueryDeps): RouteDef[] {
         if (field !== undefined && field !== 'displayname' && field !== 'avatar_url') {
           throw HearthError.invalidParam('field must be displayname or avatar_url');
         }
-        const profile = await deps.profiles.profileOf(userId);
+        const profile = await deps.profiles.localProfile(userId);
         if (profile === undefined) throw HearthError.notFound('Profile not found');
         const body: Record<string, string> = {};
         if (profile.displayname !== null && field !== 'avatar_url') body['displayname'] = profile.displayname;

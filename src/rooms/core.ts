@@ -44,6 +44,15 @@ export interface ProfileSource {
   profile(userId: string): Promise<MemberProfile | undefined>;
 }
 
+/**
+ * Application services asked about a local user or alias unknown here, which they may create
+ * before answering (the appservice area provides it). Whether one did.
+ */
+export interface AppServiceQueries {
+  queryUser(userId: string): Promise<boolean>;
+  queryAlias(alias: string): Promise<boolean>;
+}
+
 export interface RoomServiceDeps {
   readonly db: Kysely<Schema>;
   readonly dialect: DialectName;
@@ -53,6 +62,8 @@ export interface RoomServiceDeps {
   /** Room version for rooms created without one (default: the protocol core's default). */
   readonly defaultRoomVersion?: string;
   readonly profiles?: ProfileSource;
+  /** Who may create unknown local invitees and aliases on demand (default: no one). */
+  readonly appServiceQueries?: AppServiceQueries;
   /** Clock for origin_server_ts and ages (tests pin it). */
   readonly now?: () => number;
   /** Bounds of the parsed-event cache (default: 20,000 events, 1 GB estimated, an hour). */
@@ -81,6 +92,7 @@ export class RoomCore {
   readonly reader: RoomReader;
   readonly build: BuildContext;
   readonly profiles: ProfileSource | undefined;
+  readonly appServiceQueries: AppServiceQueries | undefined;
   readonly now: () => number;
   private readonly notifier: StreamBus;
   private readonly stateKeys = new StateKeyNids();
@@ -102,6 +114,7 @@ export class RoomCore {
     this.serverName = deps.serverName;
     this.notifier = deps.notifier;
     this.profiles = deps.profiles;
+    this.appServiceQueries = deps.appServiceQueries;
     this.now = deps.now ?? Date.now;
     this.reader = new RoomReader(deps.db, deps.notifier.current().events, deps.eventCache, deps.erasedUsers);
     this.maxHeads = deps.maxRoomHeads ?? 10_000;

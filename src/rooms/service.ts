@@ -74,7 +74,7 @@ import {
 } from './query/for-servers.js';
 
 export type { Actor } from './actor.js';
-export type { RoomServiceDeps, ProfileSource, MemberProfile } from './core.js';
+export type { RoomServiceDeps, ProfileSource, MemberProfile, AppServiceQueries } from './core.js';
 export type { IgnoredUsersOf } from './query/messages.js';
 export type { MembershipTemplate, RemoteMembership, SendJoinResponse, SendKnockResponse } from './perform/remote-membership.js';
 export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';

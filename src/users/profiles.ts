@@ -1,5 +1,7 @@
 // Profiles: display name and avatar URL of local users. A change is stored, then handed to the
-// room server (through `onProfileChange`) so the user's member events follow it.
+// room server (through `onProfileChange`) so the user's member events follow it. A lookup of a
+// local user unknown here first asks the application services (`appServiceQueries`), which may
+// create the user on demand.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -23,6 +25,8 @@ export interface ProfileServiceDeps {
   readonly onProfileChange?: (userId: string, profile: Profile) => Promise<void> | void;
   /** Another server's user's profile, asked of their server (federation); undefined: no such user. */
   readonly remote?: (userId: string) => Promise<Profile | undefined>;
+  /** Asks the application services about an unknown local user; whether one created it meanwhile. */
+  readonly appServiceQueries?: { queryUser(userId: string): Promise<boolean> };
 }
 
 /** Who asks: only the user themselves (or a server admin) may change a profile. */
@@ -47,6 +51,11 @@ export class ProfileService {
   async profileOf(userId: string): Promise<Profile | undefined> {
     const row = await selectProfile(this.deps.db, userId);
     return row && toProfile(row);
+  }
+
+  /** A local user's stored profile (federation's /query/profile); undefined: no such user, even on demand. */
+  async localProfile(userId: string): Promise<Profile | undefined> {
+    return (await this.profileOf(userId)) ?? ((await this.queried(userId)) ? this.profileOf(userId) : undefined);
   }
 
   /**
@@ -120,11 +129,22 @@ export class ProfileService {
       if (profile === undefined) throw HearthError.notFound('Profile not found');
       return profile;
     }
+    const profile = (await this.storedProfile(userId)) ?? ((await this.queried(userId)) ? await this.storedProfile(userId) : undefined);
+    if (profile === undefined) throw HearthError.notFound('Profile not found');
+    return profile;
+  }
+
+  private async storedProfile(userId: string): Promise<Profile | undefined> {
     const row = await selectProfile(this.deps.db, userId);
     if (row) return toProfile(row);
     // An account made before profiles were kept still has an (empty) profile.
     if (await this.known(userId)) return { displayname: null, avatar_url: null };
-    throw HearthError.notFound('Profile not found');
+    return undefined;
+  }
+
+  /** Whether an application service created the unknown user when asked. */
+  private async queried(userId: string): Promise<boolean> {
+    return (await this.deps.appServiceQueries?.queryUser(userId)) === true;
   }
 }
 

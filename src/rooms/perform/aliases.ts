@@ -11,6 +11,7 @@ import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import type { RoomHead } from '../head.js';
 import { requireHistoryAccess, roomAccess } from '../query/access.js';
+import { aliasTarget } from './alias-target.js';
 
 function localAlias(core: RoomCore, text: string): string {
   const alias = parseRoomAlias(text);
@@ -38,9 +39,9 @@ export async function createAlias(core: RoomCore, actor: Actor, aliasText: strin
 
 export async function resolveAlias(core: RoomCore, aliasText: string): Promise<{ room_id: string; servers: string[] }> {
   const alias = parseRoomAlias(aliasText);
-  const row = await aliasRow(core.db, alias);
-  if (row === undefined) throw HearthError.notFound(`Room alias ${alias} not found`);
-  return { room_id: row.room_id, servers: [core.serverName] };
+  const roomId = await aliasTarget(core, alias);
+  if (roomId === undefined) throw HearthError.notFound(`Room alias ${alias} not found`);
+  return { room_id: roomId, servers: [core.serverName] };
 }
 
 export async function removeAlias(core: RoomCore, actor: Actor, aliasText: string): Promise<void> {

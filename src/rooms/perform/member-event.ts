@@ -1,5 +1,6 @@
 // Member event content: join, invite and knock carry the target's display name and avatar from
-// their profile (as deployed servers do); every membership may carry a reason. A join may carry
+// their profile (as deployed servers do); an invitee unknown here is first asked of the
+// application services (AppServiceQueries). Every membership may carry a reason. A join may carry
 // further keys of the client's; a guest's own member events say `kind: guest`, which is how its
 // membership is found when the room stops admitting guests.
 
@@ -30,7 +31,11 @@ export async function memberContent(core: RoomCore, target: string, membership: 
   }
   content.membership = membership;
   if (membership === 'join' || membership === 'invite' || membership === 'knock') {
-    const profile = await core.profiles?.profile(target);
+    let profile = await core.profiles?.profile(target);
+    // An invitee unknown here may be an application service's, which can create it on demand.
+    if (profile === undefined && membership === 'invite' && (await core.appServiceQueries?.queryUser(target)) === true) {
+      profile = await core.profiles?.profile(target);
+    }
     if (typeof profile?.displayname === 'string') content.displayname = profile.displayname;
     if (typeof profile?.avatar_url === 'string') content.avatar_url = profile.avatar_url;
   }
