@@ -13,6 +13,7 @@ import { serviceHttp } from './appservice/http.js';
 import { loadAppServices } from './appservice/load.js';
 import { AppServicePusher } from './appservice/pusher.js';
 import { AppServiceQueryClient } from './appservice/queries.js';
+import { appServiceRoutes } from './client/appservice/ping.js';
 import { roomAliasesFor } from './appservice/interest.js';
 import { joinedMembersOf } from './storage/appservice/queues.js';
 import type { AppServices } from './appservice/namespaces.js';
@@ -385,7 +386,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const parts: ServerPart[] = [
     {
       name: 'appservices',
-      routes: [],
+      routes: appServiceRoutes({ queries: appServiceQueries }),
       close: async () => {
         await pusher.stop();
         await serviceRequests.close();

@@ -49,7 +49,7 @@ export class ServiceApi {
    * `/app/v1/{path}` (`path` encoded already): the first answer other than 404 or 405, else the
    * last of those. Rejects when a request could not be made.
    */
-  async request(method: 'PUT' | 'GET', path: string, options: { readonly body?: string; readonly timeoutMs?: number } = {}): Promise<ServiceAnswer> {
+  async request(method: 'PUT' | 'GET' | 'POST', path: string, options: { readonly body?: string; readonly timeoutMs?: number } = {}): Promise<ServiceAnswer> {
     const { body, timeoutMs } = options;
     const first = this.naming;
     let last: { status: number; body: string } | undefined;

@@ -168,6 +168,11 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(body(await call('GET', `/directory/room/${alias}`))['room_id'], room);
     });
 
+    test('a service without a url cannot be pinged', async () => {
+      const r = await request(hs.baseUrl, 'POST', '/_chat/client/v1/appservice/bridge/ping', {}, { token: BRIDGE_AS });
+      expectError(r, 400, 'M_URL_NOT_SET');
+    });
+
     test('rate_limited: false exempts the service and its users', async () => {
       const owner = await hs.registerUser('limits', 'limits-password');
       const roomId = body(await call('POST', '/createRoom', { preset: 'public_chat' }, owner.accessToken))['room_id'] as string;

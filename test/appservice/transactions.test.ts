@@ -32,6 +32,8 @@ interface Received {
 /** A service that answers what `mode` says and keeps every transaction it is sent. */
 class TestService {
   readonly received: Received[] = [];
+  /** Pings taken: Authorization header and body. */
+  readonly pings: { readonly authorization: string | undefined; readonly body: unknown }[] = [];
   /** Transactions answered 503 while down: id and body. */
   readonly refused: { readonly txnId: string; readonly body: string }[] = [];
   /** 'up': 200; 'down': 503; 'matrix-only': 404 M_UNRECOGNIZED on /_chat/. */
@@ -53,6 +55,13 @@ class TestService {
       head(status, { 'content-type': 'application/json' });
       end(JSON.stringify(payload));
     };
+    const ping = /^\/_(chat|matrix)\/app\/v1\/ping$/.exec(path);
+    if (ping !== null && req.method === 'POST') {
+      if (this.mode === 'down') return json(503, { errcode: 'M_UNKNOWN', error: 'down' });
+      if (this.mode === 'matrix-only' && ping[1] === 'chat') return json(404, { errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' });
+      this.pings.push({ authorization: req.headers.authorization, body: JSON.parse(body) });
+      return json(200, {});
+    }
     const match = /^\/_(chat|matrix)\/app\/v1\/transactions\/([^/]+)$/.exec(path);
     if (this.mode === 'down') {
       if (match !== null) this.refused.push({ txnId: decodeURIComponent(match[2]!), body });
@@ -165,6 +174,23 @@ for (const { backend, skip } of await serverBackends()) {
       await new Promise((r) => setTimeout(r, 100));
       await send(aliased, 'in an aliased room');
       await until('the aliased room\'s message', () => bodies().includes('in an aliased room'));
+    });
+
+    test('the service asks to be pinged: the server calls its /ping and answers the time taken', async () => {
+      const ping = (token: string, id = 'irc') => request(baseUrl, 'POST', `/_chat/client/v1/appservice/${id}/ping`, { transaction_id: 'ping-1' }, { token });
+      const ok = await ping(AS_TOKEN);
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+      assert.equal(typeof (ok.body as { duration_ms?: unknown }).duration_ms, 'number');
+      assert.deepEqual(service.pings[service.pings.length - 1], { authorization: `Bearer ${HS_TOKEN}`, body: { transaction_id: 'ping-1' } });
+      const notOurs = await ping(owner.accessToken);
+      assert.equal(notOurs.status, 403);
+      assert.equal((notOurs.body as { errcode?: string }).errcode, 'M_FORBIDDEN');
+      assert.equal((await ping(AS_TOKEN, 'other')).status, 403);
+      service.mode = 'down';
+      const bad = await ping(AS_TOKEN);
+      service.mode = 'matrix-only';
+      assert.equal(bad.status, 502);
+      assert.deepEqual({ ...(bad.body as object), error: undefined, body: undefined }, { errcode: 'M_BAD_STATUS', status: 503, error: undefined, body: undefined });
     });
 
     test('100 events sent while the service is down all arrive once, in order', async () => {
