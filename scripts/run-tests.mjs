@@ -25,13 +25,9 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-// Files run three at a time, whatever the cores: most of a test's time is spent waiting on
-// sockets, databases and timers, and node's default (one fewer than the cores) runs them one by
-// one on a two-core machine. HEARTH_TEST_CONCURRENCY overrides it.
-const concurrency = Number(process.env.HEARTH_TEST_CONCURRENCY ?? 3);
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  ['--import', 'tsx', '--test', '--test-reporter=spec', ...files],
   { cwd: root, stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);
