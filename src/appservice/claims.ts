@@ -6,6 +6,9 @@ import { HearthError } from '../protocol/errors.js';
 import type { AppServices } from './namespaces.js';
 import type { AppServiceRegistration } from './registration.js';
 
+/** The /register and /login type of application services: their as_token, for a user of theirs. */
+export const APP_SERVICE_LOGIN_TYPE = 'm.login.application_service';
+
 /** The service whose as_token the request carries; 401 otherwise. */
 export function requestingService(services: AppServices | undefined, accessToken: string | undefined): AppServiceRegistration {
   if (accessToken === undefined) throw new HearthError(401, 'M_MISSING_TOKEN', 'Missing access token');

@@ -83,7 +83,7 @@ class ServiceQueue {
     if (state.pending !== undefined) {
       await this.send(state.pending.txnId, state.pending.body);
       await markDelivered(db, id, state.pending.position);
-      state = await queueState(db, id);
+      state = { lastTxnId: state.pending.txnId, deliveredPosition: state.pending.position };
     }
     const fresh = rows.filter((r) => r.position > state.deliveredPosition);
     if (fresh.length === 0) return;

@@ -1,15 +1,12 @@
 // GET/POST /login, POST /logout, POST /logout/all and GET /account/whoami.
 
-import { checkServiceClaim, requestingService } from '../../appservice/claims.js';
+import { APP_SERVICE_LOGIN_TYPE as APP_SERVICE_TYPE, checkServiceClaim, requestingService } from '../../appservice/claims.js';
 import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { identifiedUser } from '../../users/identifiers.js';
 import type { AccountService } from '../../users/accounts.js';
 import { jsonBody, optionalString, requiredString } from './fields.js';
-
-/** The login type of application services: their as_token, for a user of theirs. */
-const APP_SERVICE_TYPE = 'm.login.application_service';
 
 export function loginRoutes(deps: { accounts: AccountService; appServices?: AppServices }): RouteDef[] {
   const { accounts, appServices } = deps;

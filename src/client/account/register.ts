@@ -1,6 +1,6 @@
 // POST/GET /register, GET /register/available and the registration-token validity check.
 
-import { checkServiceClaim, requestingService } from '../../appservice/claims.js';
+import { APP_SERVICE_LOGIN_TYPE as APP_SERVICE_TYPE, checkServiceClaim, requestingService } from '../../appservice/claims.js';
 import type { AppServices } from '../../appservice/namespaces.js';
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
@@ -41,9 +41,6 @@ async function upgradingGuest(accounts: AccountService, req: HttpRequest, body: 
   const guest = await resolve(req.accessToken);
   return guest?.isGuest && guest.userId === `@${username.toLowerCase()}:${accounts.serverName}` ? guest.userId : undefined;
 }
-
-/** The registration type of application services' users (no password, the service's as_token). */
-const APP_SERVICE_TYPE = 'm.login.application_service';
 
 export function registerRoutes(deps: { accounts: AccountService; appServices?: AppServices }): RouteDef[] {
   const { accounts, appServices } = deps;
