@@ -375,6 +375,13 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       joinedMembers: (roomId) => joinedMembersOf(db, roomId),
       aliases: (roomId) => roomAliasesFor(db, roomService.reader, roomId),
     },
+    ephemeral: {
+      typingIn: (roomId) => typing.typingIn(roomId),
+      receiptsAfter: (after, upTo, limit) => receipts.receiptsAfter(after, upTo, limit),
+      presenceAfter: (after, upTo, limit) => presence.changesAfter(after, upTo, limit),
+      toDeviceAfter: (after, upTo, limit) => toDevice.toDeviceAfter(after, upTo, limit),
+      joinedRooms: (userId) => roomService.joinedRooms(userId),
+    },
     http: serviceRequests,
     protocolName: config.global.protocol_name,
     legacyAuthorization: config.app_service_api.legacy_authorization,

@@ -63,14 +63,26 @@ export class ServiceInterest {
     if (services.isInterestedInRoom(service, event.roomId)) return true;
     if (services.isSenderOrInUserNamespace(service, event.sender)) return true;
     if (event.type === 'm.room.member' && event.stateKey !== undefined && services.isSenderOrInUserNamespace(service, event.stateKey)) return true;
-    const facts = await this.facts(event.roomId);
+    return this.interestedInRoom(event.roomId);
+  }
+
+  /** Whether the room is the service's: in its room namespaces, one of its users joined, or an alias in its namespaces. */
+  async interestedInRoom(roomId: string): Promise<boolean> {
+    const { services, service } = this;
+    if (services.isInterestedInRoom(service, roomId)) return true;
+    const facts = await this.facts(roomId);
     if (facts.members.size > 0) return true;
     if (service.namespaces.aliases.length === 0) return false;
     if (this.now() - facts.aliasesAt > ALIASES_TTL_MS) {
-      facts.aliases = await this.deps.aliases(event.roomId);
+      facts.aliases = await this.deps.aliases(roomId);
       facts.aliasesAt = this.now();
     }
     return facts.aliases.some((alias) => services.isInterestedInAlias(service, alias));
+  }
+
+  /** Whether one of the service's users is joined to the room. */
+  async hasUsersIn(roomId: string): Promise<boolean> {
+    return (await this.facts(roomId)).members.size > 0;
   }
 
   /**

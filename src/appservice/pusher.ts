@@ -9,14 +9,22 @@
 // that mark are not sent again if the consumer reads them once more. Failures back off
 // exponentially up to a cap.
 //
+// A service that asked for ephemeral data (ephemeral.ts) is also sent typing, receipts, presence
+// and to-device messages, in transactions of their own (`events` empty) that share the queue's
+// transaction ids and its single pending slot: the event consumer and the ephemeral pass take
+// turns, and each first resends whatever transaction is pending. Where the ephemeral streams
+// were delivered up to is kept beside the events' position.
+//
 // Paths, naming fallback and authorization: service-api.ts.
 
 import type { Kysely } from 'kysely';
 import type { RoomReader } from '../rooms/reader.js';
-import { markDelivered, queueState, savePending, timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
+import type { JsonObject } from '../protocol/json.js';
+import { markDelivered, queueState, savePending, timelineAfter, type EphemeralPositions, type QueueState, type TimelineRow } from '../storage/appservice/queues.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
+import { collectEphemeral, type EphemeralSources } from './ephemeral.js';
 import { ServiceInterest, type InterestDeps } from './interest.js';
 import type { AppServices } from './namespaces.js';
 import type { AppServiceRegistration } from './registration.js';
@@ -33,6 +41,8 @@ export interface AppServicePusherOptions {
   readonly reader: RoomReader;
   readonly services: AppServices;
   readonly interest: InterestDeps;
+  /** Where typing, receipts, presence and to-device messages are read, for services that want them. */
+  readonly ephemeral: EphemeralSources;
   readonly http: ServiceHttp;
   /** `global.protocol_name`: the naming tried first. */
   readonly protocolName: 'chat' | 'matrix';
@@ -51,6 +61,11 @@ class ServiceQueue {
   readonly consumer: StreamConsumer<TimelineRow>;
   private readonly interest: ServiceInterest;
   private readonly api: ServiceApi;
+  /** The event consumer and the ephemeral pass take turns: one transaction at a time. */
+  private turn: Promise<unknown> = Promise.resolve();
+  private readonly ephemeral: EphemeralPass | undefined;
+  /** How far the ephemeral streams were read (at or past what was delivered). */
+  private ephemeralRead: EphemeralPositions | undefined;
 
   constructor(
     private readonly options: AppServicePusherOptions,
@@ -67,24 +82,61 @@ class ServiceQueue {
       startAfter,
       batchSize: EVENTS_PER_TRANSACTION,
       gatherMs: GATHER_MS,
-      retry: options.retry ?? { minMs: 1000, maxMs: 300_000 },
+      retry: this.retry,
       log: options.log,
       read: (after, limit) => timelineAfter(options.db, after, limit),
-      handle: (rows) => this.handle(rows),
+      handle: (rows) => this.exclusive(() => this.handle(rows)),
       ...(options.now !== undefined ? { now: options.now } : {}),
     });
+    if (service.receive_ephemeral) this.ephemeral = new EphemeralPass(this);
+  }
+
+  get retry(): { readonly minMs: number; readonly maxMs: number } {
+    return this.options.retry ?? { minMs: 1000, maxMs: 300_000 };
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.start();
+    await this.ephemeral?.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.consumer.stop(), this.ephemeral?.stop()]);
+  }
+
+  /** Runs `work` once the transaction before it is done. */
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The queue's state, once any pending transaction has gone through. */
+  async settled(): Promise<QueueState> {
+    const { db } = this.options;
+    const id = this.service.id;
+    const state = await queueState(db, id);
+    if (state.pending === undefined) return state;
+    const { pending } = state;
+    await this.send(pending.txnId, pending.body);
+    await markDelivered(db, id, pending.position, pending.ephemeral);
+    return { lastTxnId: pending.txnId, deliveredPosition: pending.position, ...((pending.ephemeral ?? state.ephemeral) ? { ephemeral: pending.ephemeral ?? state.ephemeral! } : {}) };
+  }
+
+  /** Stores a transaction, sends it until taken, then marks what it covers delivered. */
+  async deliver(state: QueueState, body: string, position: number, ephemeral?: EphemeralPositions): Promise<void> {
+    const { db } = this.options;
+    const txnId = state.lastTxnId + 1;
+    // Stored before it is sent: a retry sends the same transaction.
+    await savePending(db, this.service.id, txnId, body, position, ephemeral);
+    await this.send(txnId, body);
+    await markDelivered(db, this.service.id, position, ephemeral);
   }
 
   private async handle(rows: readonly TimelineRow[]): Promise<void> {
-    const { db, reader } = this.options;
-    const id = this.service.id;
-    let state = await queueState(db, id);
+    const { reader } = this.options;
     // 1. A transaction left pending (a failure, a restart) goes first, as it was.
-    if (state.pending !== undefined) {
-      await this.send(state.pending.txnId, state.pending.body);
-      await markDelivered(db, id, state.pending.position);
-      state = { lastTxnId: state.pending.txnId, deliveredPosition: state.pending.position };
-    }
+    const state = await this.settled();
     const fresh = rows.filter((r) => r.position > state.deliveredPosition);
     if (fresh.length === 0) return;
     // 2. The batch's events the service is interested in, in order.
@@ -99,13 +151,50 @@ class ServiceQueue {
     }
     const last = fresh[fresh.length - 1]!.position;
     if (chosen.length === 0) return;
-    // 3. Stored before it is sent: a retry sends the same transaction.
+    // 3. One transaction.
     const events = await reader.clientEvents(chosen, { now: (this.options.now ?? Date.now)() });
-    const body = JSON.stringify({ events });
-    const txnId = state.lastTxnId + 1;
-    await savePending(db, id, txnId, body, last);
-    await this.send(txnId, body);
-    await markDelivered(db, id, last);
+    await this.deliver(state, JSON.stringify({ events }), last);
+  }
+
+  /** Typing, receipts, presence and to-device messages in (from, upTo], as one transaction when there are any. */
+  async handleEphemeral(upTo: EphemeralPositions, typingRooms: readonly string[]): Promise<{ reached: EphemeralPositions; more: boolean }> {
+    const state = await this.settled();
+    // Read past in memory, so that rows of no interest are not read again; what was stored is the floor.
+    const stored = state.ephemeral;
+    const known = this.ephemeralRead;
+    const from =
+      stored && known
+        ? { receipts: Math.max(known.receipts, stored.receipts), presence: Math.max(known.presence, stored.presence), to_device: Math.max(known.to_device, stored.to_device) }
+        : (stored ?? known ?? upTo);
+    const batch = await collectEphemeral(this.options.ephemeral, this.options.services, this.service, this.interest, from, upTo, typingRooms);
+    if (batch.ephemeral.length === 0 && batch.toDevice.length === 0) {
+      this.ephemeralRead = batch.reached;
+      return batch;
+    }
+    const body: JsonObject = { events: [] };
+    if (batch.ephemeral.length > 0) {
+      body['ephemeral'] = batch.ephemeral;
+      body['de.sorunome.msc2409.ephemeral'] = batch.ephemeral;
+    }
+    if (batch.toDevice.length > 0) body['de.sorunome.msc2409.to_device'] = batch.toDevice;
+    await this.deliver(state, JSON.stringify(body), state.deliveredPosition, batch.reached);
+    this.ephemeralRead = batch.reached;
+    return batch;
+  }
+
+  /** Where the ephemeral streams stand now (a service seen for the first time starts there). */
+  initialEphemeral(): Promise<EphemeralPositions> {
+    return this.exclusive(async () => {
+      const { db, bus } = this.options;
+      const state = await queueState(db, this.service.id);
+      if (state.ephemeral !== undefined) return state.ephemeral;
+      const now = bus.current();
+      const positions = { receipts: now.receipts, presence: now.presence, to_device: now.to_device };
+      // (With a transaction pending, its own positions, or these, are recorded once it goes.)
+      if (state.pending === undefined) await markDelivered(db, this.service.id, state.deliveredPosition, positions);
+      else this.ephemeralRead = positions;
+      return positions;
+    });
   }
 
   /** PUTs the transaction until the service takes it; throws (to be retried) otherwise. */
@@ -118,6 +207,101 @@ class ServiceQueue {
     }
     if (res.unrouted) throw new DeliveryError(`application service ${this.service.id} has no transactions endpoint under /_chat or /_matrix`);
     if (res.status < 200 || res.status >= 300) throw new DeliveryError(`application service ${this.service.id} answered ${res.status} to transaction ${txnId}`);
+  }
+
+  get log(): AppServicePusherOptions['log'] {
+    return this.options.log;
+  }
+
+  get bus(): StreamBus {
+    return this.options.bus;
+  }
+}
+
+/**
+ * A service's ephemeral side: woken by the bus on typing, receipts, presence and to-device
+ * changes, it reads what came since it was last delivered (after GATHER_MS, so that a burst
+ * goes together) and sends it; failures pause, doubling, and try again.
+ */
+class EphemeralPass {
+  private readonly unlisten: (() => void)[] = [];
+  private readonly typingRooms = new Set<string>();
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private failures = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly queue: ServiceQueue) {}
+
+  async start(): Promise<void> {
+    const { bus } = this.queue;
+    this.unlisten.push(
+      bus.listen('typing', (change) => {
+        for (const roomId of change.roomIds ?? []) this.typingRooms.add(roomId);
+        this.schedule();
+      }),
+    );
+    for (const stream of ['receipts', 'presence', 'to_device'] as const) this.unlisten.push(bus.listen(stream, () => this.schedule()));
+    // What was missed while the server was down goes at once.
+    await this.queue.initialEphemeral();
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const u of this.unlisten) u();
+    if (this.timer) clearTimeout(this.timer);
+    this.wake?.();
+    await this.running;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) this.schedule();
+    });
+  }
+
+  private async run(): Promise<void> {
+    await this.pause(GATHER_MS);
+    this.again = false;
+    while (!this.stopped) {
+      const now = this.queue.bus.current();
+      const upTo = { receipts: now.receipts, presence: now.presence, to_device: now.to_device };
+      const rooms = [...this.typingRooms];
+      this.typingRooms.clear();
+      try {
+        const { more } = await this.queue.exclusive(() => this.queue.handleEphemeral(upTo, rooms));
+        this.failures = 0;
+        if (!more) return;
+      } catch (err) {
+        for (const r of rooms) this.typingRooms.add(r);
+        this.failures++;
+        const { minMs, maxMs } = this.queue.retry;
+        const delay = Math.min(maxMs, minMs * 2 ** (this.failures - 1));
+        this.queue.log.warn('application service ephemeral delivery failed', { service: this.queue.service.id, err: String(err), retryInMs: delay });
+        await this.pause(delay);
+      }
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = () => {
+        if (this.timer) clearTimeout(this.timer);
+        this.timer = undefined;
+        this.wake = undefined;
+        resolve();
+      };
+      this.timer = setTimeout(() => this.wake?.(), ms);
+    });
   }
 }
 
@@ -133,7 +317,7 @@ export class AppServicePusher {
       if (service.url === null) continue;
       const queue = new ServiceQueue(this.options, { ...service, url: service.url }, now);
       this.queues.set(service.id, queue);
-      await queue.consumer.start();
+      await queue.start();
     }
   }
 
@@ -143,6 +327,6 @@ export class AppServicePusher {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.consumer.stop()));
+    await Promise.all([...this.queues.values()].map((q) => q.stop()));
   }
 }

@@ -19,6 +19,7 @@ import type { Schema } from '../storage/schema.js';
 import { allocateStreamPosition } from '../streams/positions.js';
 import {
   selectPresence,
+  selectPresenceAfter,
   selectPresenceSince,
   selectPresentUsers,
   upsertPresence,
@@ -241,6 +242,13 @@ export class PresenceService {
     }
     const now = this.now();
     return (await selectPresenceSince(this.deps.db, users, afterPosition)).map((r) => this.eventOf(r, now));
+  }
+
+  /** Everyone's presence changes with positions in (after, upTo], oldest first, at most `limit` (none when presence is off). */
+  async changesAfter(after: number, upTo: number, limit: number): Promise<{ readonly position: number; readonly event: PresenceEvent }[]> {
+    if (!this.enabled) return [];
+    const now = this.now();
+    return (await selectPresenceAfter(this.deps.db, after, upTo, limit)).map((r) => ({ position: r.position, event: this.eventOf(r, now) }));
   }
 
   /**

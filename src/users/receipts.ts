@@ -8,7 +8,7 @@ import { parseRoomId } from '../protocol/ids.js';
 import type { JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
 import { allocateStreamPosition } from '../streams/positions.js';
-import { PRIVATE_READ, selectReceipt, selectReceiptsSince, upsertReceipt } from '../storage/user-data/receipts.js';
+import { PRIVATE_READ, selectReceipt, selectReceiptsAfter, selectReceiptsSince, upsertReceipt, type ReceiptRow } from '../storage/user-data/receipts.js';
 import type { StreamBus } from '../streams/bus.js';
 import { FULLY_READ_TYPE, type AccountDataService } from './account-data.js';
 
@@ -34,6 +34,30 @@ export interface ReceiptServiceDeps {
 
 /** The m.receipt EDU content of one room: event → receipt type → user → {ts, thread_id?}. */
 export type ReceiptContent = Record<string, Record<string, Record<string, { ts: number; thread_id?: string }>>>;
+
+/**
+ * Receipt rows as m.receipt contents per room, one per thread (unthreaded first) as the spec
+ * batches them, so that a user's receipts in two threads on one event do not overwrite each other.
+ */
+export function receiptContents(rows: readonly ReceiptRow[]): Map<string, ReceiptContent[]> {
+  const byRoom = new Map<string, Map<string, ReceiptContent>>();
+  for (const r of rows) {
+    let threads = byRoom.get(r.roomId);
+    if (!threads) byRoom.set(r.roomId, (threads = new Map()));
+    let content = threads.get(r.threadId);
+    if (!content) threads.set(r.threadId, (content = {}));
+    const byType = (content[r.eventId] ??= {});
+    const byUser = (byType[r.receiptType] ??= {});
+    byUser[r.userId] = r.threadId === '' ? { ts: r.ts } : { ts: r.ts, thread_id: r.threadId };
+  }
+  const out = new Map<string, ReceiptContent[]>();
+  for (const [roomId, threads] of byRoom) {
+    const unthreaded = threads.get('');
+    threads.delete('');
+    out.set(roomId, unthreaded ? [unthreaded, ...threads.values()] : [...threads.values()]);
+  }
+  return out;
+}
 
 export interface ReadMarkers {
   readonly fullyRead?: string;
@@ -88,24 +112,12 @@ export class ReceiptService {
    * are left out.
    */
   async receiptsSince(viewerId: string, roomIds: Iterable<string>, afterPosition: number): Promise<Map<string, ReceiptContent[]>> {
-    const rows = await selectReceiptsSince(this.deps.db, [...roomIds], afterPosition, viewerId);
-    const byRoom = new Map<string, Map<string, ReceiptContent>>();
-    for (const r of rows) {
-      let threads = byRoom.get(r.roomId);
-      if (!threads) byRoom.set(r.roomId, (threads = new Map()));
-      let content = threads.get(r.threadId);
-      if (!content) threads.set(r.threadId, (content = {}));
-      const byType = (content[r.eventId] ??= {});
-      const byUser = (byType[r.receiptType] ??= {});
-      byUser[r.userId] = r.threadId === '' ? { ts: r.ts } : { ts: r.ts, thread_id: r.threadId };
-    }
-    const out = new Map<string, ReceiptContent[]>();
-    for (const [roomId, threads] of byRoom) {
-      const unthreaded = threads.get('');
-      threads.delete('');
-      out.set(roomId, unthreaded ? [unthreaded, ...threads.values()] : [...threads.values()]);
-    }
-    return out;
+    return receiptContents(await selectReceiptsSince(this.deps.db, [...roomIds], afterPosition, viewerId));
+  }
+
+  /** Receipts of every room (private ones too) with positions in (after, upTo], at most `limit`, in position order. */
+  receiptsAfter(after: number, upTo: number, limit: number): Promise<ReceiptRow[]> {
+    return selectReceiptsAfter(this.deps.db, after, upTo, limit);
   }
 
   private async requireJoined(userId: string, roomId: string): Promise<void> {

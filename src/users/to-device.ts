@@ -22,6 +22,8 @@ import {
   pruneInboundToDevice,
   selectDeviceIds,
   selectToDevice,
+  selectToDeviceAfter,
+  type AddressedToDevice,
   type QueuedToDevice,
 } from '../storage/user-data/to-device.js';
 import type { StreamBus } from '../streams/bus.js';
@@ -169,6 +171,11 @@ export class ToDeviceService {
       position: limited ? delivered[delivered.length - 1]!.position : bound,
       limited,
     };
+  }
+
+  /** Messages to any device with positions in (after, upTo], oldest first, about `limit` (a position's messages stay together). */
+  toDeviceAfter(after: number, upTo: number, limit: number): Promise<AddressedToDevice[]> {
+    return selectToDeviceAfter(this.deps.db, after, upTo, limit);
   }
 
   /** Deletes what a sync with `since` at `position` acknowledges; returns how many. */

@@ -1,7 +1,8 @@
 // A bot written with the matrix-appservice npm package (its AppService class receiving
 // transactions), as written for any Matrix homeserver, against a real Hearth server: it is sent
-// the events of its room, answers a message as its own user with the as_token, and acts as a user
-// of its namespace it registers. Both storage backends.
+// the events of its room, answers a message as its own user with the as_token, acts as a user
+// of its namespace it registers, and hears typing and receipts through the library's `ephemeral`
+// event. Both storage backends.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +31,7 @@ for (const { backend, skip } of await serverBackends()) {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-matrix-appservice-'));
     const bot = new AppService({ homeserverToken: HS_TOKEN });
     const seen: MatrixEvent[] = [];
+    const ephemeral: { type: string; room_id?: string; content: Record<string, unknown> }[] = [];
     let hs: TestServer;
     const call = async (method: string, path: string, payload?: unknown, token?: string) => {
       const r = await request(hs.baseUrl, method, `/_matrix/client/v3${path}`, payload, token !== undefined ? { token } : {});
@@ -48,11 +50,12 @@ for (const { backend, skip } of await serverBackends()) {
         void request(hs.baseUrl, 'PUT', `/_matrix/client/v3/rooms/${enc(event.room_id)}/send/m.room.message/pong-${enc(event.event_id)}`, { msgtype: 'm.notice', body: 'pong' }, { token: AS_TOKEN });
       });
       bot.on('type:m.room.member', (raw: Record<string, unknown>) => seen.push(raw as unknown as MatrixEvent));
+      bot.on('ephemeral', (raw: Record<string, unknown>) => ephemeral.push(raw as (typeof ephemeral)[number]));
       const file = join(dir, 'bot.yaml');
       writeFileSync(
         file,
         `id: pingbot\nurl: http://127.0.0.1:${port}\nas_token: ${AS_TOKEN}\nhs_token: ${HS_TOKEN}\nsender_localpart: pingbot\n` +
-          `namespaces:\n  users:\n    - exclusive: true\n      regex: '@ping_.*:localhost'\n`,
+          `de.sorunome.msc2409.push_ephemeral: true\nnamespaces:\n  users:\n    - exclusive: true\n      regex: '@ping_.*:localhost'\n`,
       );
       hs = await startTestServer({ backend, config: { app_service_config_files: [file] }, appServiceRetry: { minMs: 20, maxMs: 200 } });
     });
@@ -97,6 +100,19 @@ for (const { backend, skip } of await serverBackends()) {
       const event = await until("carol's message at the bot", () => seen.find((e) => e.content.body === 'from carol'));
       assert.equal(event.sender, '@ping_carol:localhost');
       assert.equal(event.room_id, roomId);
+    });
+
+    test('the bot hears typing and receipts in its rooms', async () => {
+      const dave = await hs.registerUser('dave', 'dave-password');
+      const roomId = (await call('POST', '/createRoom', { preset: 'public_chat' }, dave.accessToken))['room_id'] as string;
+      await call('POST', `/join/${enc(roomId)}`, {}, AS_TOKEN);
+      await call('PUT', `/rooms/${enc(roomId)}/typing/${enc(dave.userId)}`, { typing: true, timeout: 10_000 }, dave.accessToken);
+      const typing = await until('typing at the bot', () => ephemeral.find((e) => e.type === 'm.typing' && e.room_id === roomId));
+      assert.deepEqual(typing.content, { user_ids: [dave.userId] });
+      const eventId = (await call('PUT', `/rooms/${enc(roomId)}/send/m.room.message/d1`, { msgtype: 'm.text', body: 'read me' }, dave.accessToken))['event_id'] as string;
+      await call('POST', `/rooms/${enc(roomId)}/receipt/m.read/${enc(eventId)}`, {}, dave.accessToken);
+      const receipt = await until('the receipt at the bot', () => ephemeral.find((e) => e.type === 'm.receipt' && e.room_id === roomId));
+      assert.deepEqual(Object.keys(receipt.content), [eventId]);
     });
   });
 }

@@ -32,7 +32,7 @@ for (const backend of await storageBackends()) {
     });
 
     test('what was stored before survives', async () => {
-      assert.deepEqual(applied, ['016-appservice-queues']);
+      assert.ok(applied.includes('016-appservice-queues'), applied.join(', '));
       assert.equal((await selectKeptDeviceList(database.db, BOB))?.streamId, 10);
     });
 

@@ -1,4 +1,4 @@
-// Application services' delivery state (migration 016).
+// Application services' delivery state (migrations 016 and 017).
 
 /**
  * One row per service: the transaction ids it has been given, how far its events have been
@@ -16,6 +16,13 @@ export interface AppServiceQueuesTable {
   pending_body: string | null;
   /** The last stream position the pending transaction covers. */
   pending_position: number | null;
+  /**
+   * JSON: how far the receipts, presence and to-device streams have been delivered
+   * (`{"receipts": n, "presence": n, "to_device": n}`); null until the first ephemeral transaction.
+   */
+  ephemeral_positions: string | null;
+  /** JSON, the same: what the pending transaction covers of them (null when it covers only events). */
+  pending_ephemeral_positions: string | null;
 }
 
 export interface AppServiceTables {

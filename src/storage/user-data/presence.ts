@@ -71,6 +71,28 @@ export async function selectPresenceSince(
   return out.sort((a, b) => a.position - b.position);
 }
 
+/** Presence (with profile) of everyone, changed in (after, upTo], in position order, at most `limit`. */
+export async function selectPresenceAfter(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<PresenceWithProfile[]> {
+  const rows = await db
+    .selectFrom('presence')
+    .leftJoin('profiles', 'profiles.user_id', 'presence.user_id')
+    .select([
+      'presence.user_id',
+      'presence.state',
+      'presence.status_msg',
+      'presence.last_active_ts',
+      'presence.stream_position',
+      'profiles.displayname',
+      'profiles.avatar_url',
+    ])
+    .where('presence.stream_position', '>', after)
+    .where('presence.stream_position', '<=', upTo)
+    .orderBy('presence.stream_position')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...toRow(r), displayname: r.displayname, avatarUrl: r.avatar_url }));
+}
+
 /** Users not offline, for the idle and offline timeouts. */
 export async function selectPresentUsers(db: Kysely<Schema>): Promise<PresenceRow[]> {
   const rows = await db.selectFrom('presence').selectAll().where('state', '!=', 'offline').execute();

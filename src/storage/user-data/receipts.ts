@@ -54,6 +54,19 @@ export async function upsertReceipt(db: Kysely<Schema>, row: ReceiptRow): Promis
 
 const ROOM_BATCH = 500;
 
+/** Receipts of every room with positions in (after, upTo], in position order, at most `limit`. */
+export async function selectReceiptsAfter(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<ReceiptRow[]> {
+  const rows = await db
+    .selectFrom('receipts')
+    .selectAll()
+    .where('stream_position', '>', after)
+    .where('stream_position', '<=', upTo)
+    .orderBy('stream_position')
+    .limit(limit)
+    .execute();
+  return rows.map(toRow);
+}
+
 /**
  * Receipts in these rooms written after `afterPosition`, private ones only when `viewerId` wrote
  * them, in position order.

@@ -93,6 +93,38 @@ export async function selectToDevice(
   }));
 }
 
+export interface AddressedToDevice extends DeliveredToDevice {
+  readonly userId: string;
+  readonly deviceId: string;
+}
+
+/**
+ * Messages to any device with positions in (after, upTo], oldest first: the first `limit` and
+ * the rest of the last position they reach (one send's messages share a position).
+ */
+export async function selectToDeviceAfter(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<AddressedToDevice[]> {
+  const query = db
+    .selectFrom('to_device_messages')
+    .select(['stream_position', 'user_id', 'device_id', 'sender', 'type', 'content', 'message_id'])
+    .where('stream_position', '>', after)
+    .orderBy('stream_position')
+    .orderBy('message_id');
+  const rows = await query.where('stream_position', '<=', upTo).limit(limit).execute();
+  if (rows.length === limit) {
+    const last = rows[rows.length - 1]!;
+    const rest = await query.where('stream_position', '=', last.stream_position).where('message_id', '>', last.message_id).execute();
+    rows.push(...rest);
+  }
+  return rows.map((r) => ({
+    position: Number(r.stream_position),
+    userId: r.user_id,
+    deviceId: r.device_id,
+    sender: r.sender,
+    type: r.type,
+    content: JSON.parse(r.content) as JsonObject,
+  }));
+}
+
 /** Removes the device's messages up to and including `position`; returns how many. */
 export async function deleteToDeviceUpTo(
   db: Kysely<Schema>,
