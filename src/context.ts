@@ -12,8 +12,10 @@ import { HearthError } from './protocol/errors.js';
 import { serviceHttp } from './appservice/http.js';
 import { loadAppServices } from './appservice/load.js';
 import { AppServicePusher } from './appservice/pusher.js';
+import { ThirdPartyLookups } from './appservice/third-party.js';
 import { AppServiceQueryClient } from './appservice/queries.js';
 import { appServiceRoutes } from './client/appservice/ping.js';
+import { thirdPartyRoutes } from './client/appservice/third-party.js';
 import { roomAliasesFor } from './appservice/interest.js';
 import { joinedMembersOf } from './storage/appservice/queues.js';
 import type { AppServices } from './appservice/namespaces.js';
@@ -365,6 +367,14 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
   const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
   const openId = new OpenIdService({ db, serverName });
+  // Third-party lookups, answered by the services that bridge each protocol.
+  const thirdParty = new ThirdPartyLookups({
+    services: appServices,
+    http: serviceRequests,
+    protocolName: config.global.protocol_name,
+    legacyAuthorization: config.app_service_api.legacy_authorization,
+    log: core.log,
+  });
   // Events to the application services that listen for them.
   const pusher = new AppServicePusher({
     db,
@@ -393,7 +403,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const parts: ServerPart[] = [
     {
       name: 'appservices',
-      routes: appServiceRoutes({ queries: appServiceQueries }),
+      routes: [...appServiceRoutes({ queries: appServiceQueries }), ...thirdPartyRoutes({ lookups: thirdParty })],
       close: async () => {
         await pusher.stop();
         await serviceRequests.close();
