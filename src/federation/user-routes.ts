@@ -7,7 +7,7 @@ import type { HttpRequest, RouteDef } from '../http/route.js';
 import { HearthError } from '../protocol/errors.js';
 import { isUserOf } from '../protocol/ids/user-id.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
-import type { PublicRoomsRequest } from '../rooms/perform/directory.js';
+import { directoryNetwork, type PublicRoomsRequest } from '../rooms/perform/directory.js';
 import type { RoomService } from '../rooms/service.js';
 import type { DeviceKeyService } from '../users/device-keys.js';
 
@@ -106,7 +106,15 @@ export function federationUserRoutes(deps: FederationUserRoutesDeps): RouteDef[]
       handler: async (req) => {
         const since = req.query['since'];
         const limit = limitOf(req.query['limit']);
-        return { body: await publicRooms({ limit: Math.min(limit ?? 100, 500) || 500, ...(typeof since === 'string' && since !== '' ? { since } : {}) }) };
+        const instance = req.query['third_party_instance_id'];
+        const network = directoryNetwork(req.query['include_all_networks'] === 'true', typeof instance === 'string' ? instance : undefined);
+        return {
+          body: await publicRooms({
+            limit: Math.min(limit ?? 100, 500) || 500,
+            ...(typeof since === 'string' && since !== '' ? { since } : {}),
+            ...(network !== undefined ? { network } : {}),
+          }),
+        };
       },
     },
     {
@@ -121,9 +129,12 @@ export function federationUserRoutes(deps: FederationUserRoutesDeps): RouteDef[]
         const since = b['since'];
         const filter = b['filter'];
         const term = isJsonObject(filter) ? filter['generic_search_term'] : undefined;
+        const instance = b['third_party_instance_id'];
+        const network = directoryNetwork(b['include_all_networks'] === true, typeof instance === 'string' ? instance : undefined);
         return {
           body: await publicRooms({
             limit: Math.min(limit ?? 100, 500) || 500,
+            ...(network !== undefined ? { network } : {}),
             ...(typeof since === 'string' && since !== '' ? { since } : {}),
             ...(typeof term === 'string' && term !== '' ? { searchTerm: term } : {}),
           }),

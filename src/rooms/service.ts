@@ -17,6 +17,7 @@ import { createRoom, type CreateRoomRequest } from './perform/create.js';
 import {
   directoryVisibility,
   listPublicRooms,
+  setAppServiceDirectoryVisibility,
   setDirectoryVisibility,
   type DirectoryVisibility,
   type PublicRoomsRequest,
@@ -397,6 +398,10 @@ export class RoomService {
 
   setDirectoryVisibility(actor: Actor, roomId: string, visibility: DirectoryVisibility): Promise<void> {
     return setDirectoryVisibility(this.core, actor, roomId, visibility);
+  }
+
+  setAppServiceDirectoryVisibility(asId: string, networkId: string, roomId: string, visibility: DirectoryVisibility): Promise<void> {
+    return setAppServiceDirectoryVisibility(this.core, asId, networkId, roomId, visibility);
   }
 
   publicRooms(request: PublicRoomsRequest): Promise<PublicRoomsResponse> {

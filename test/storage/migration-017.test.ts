@@ -31,7 +31,7 @@ for (const backend of await storageBackends()) {
     });
 
     test('what was stored before survives', async () => {
-      assert.ok(applied.includes('017-appservice-ephemeral'), applied.join(', '));
+      assert.ok(applied.includes('017-appservice-ephemeral-directory'), applied.join(', '));
       assert.deepEqual(await queueState(database.db, 'irc'), { lastTxnId: 7, deliveredPosition: 40, pending: { txnId: 7, body: '{"events":[1]}', position: 52 } });
     });
 

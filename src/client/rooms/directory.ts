@@ -1,11 +1,12 @@
 // Aliases and the published room directory: /directory/room/{alias} PUT, GET, DELETE;
-// /rooms/{roomId}/aliases; /directory/list/room/{roomId} GET, PUT; /publicRooms GET, POST.
+// /rooms/{roomId}/aliases; /directory/list/room/{roomId} GET, PUT; /directory/list/appservice/
+// {networkId}/{roomId} PUT; /publicRooms GET, POST.
 
 import { checkAliasClaim } from '../../appservice/claims.js';
 import type { AppServices } from '../../appservice/namespaces.js';
 import type { RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
-import type { PublicRoomsRequest } from '../../rooms/perform/directory.js';
+import { directoryNetwork, type PublicRoomsRequest } from '../../rooms/perform/directory.js';
 import type { RoomService } from '../../rooms/service.js';
 import type { JsonObject } from '../../protocol/json.js';
 import { body, optionalBoolean, optionalObject, optionalString, param, query, queryInt, requester, requiredString } from './fields.js';
@@ -83,6 +84,21 @@ export function directoryRoutes(deps: { rooms: RoomService; appServices?: AppSer
       },
     },
     {
+      // An application service lists a room in its directory of a network (only services may).
+      method: 'PUT',
+      api: 'client',
+      versions: VERSIONS,
+      path: '/directory/list/appservice/:networkId/:roomId',
+      handler: async (req) => {
+        const asId = requester(req).appserviceId;
+        if (asId === undefined) throw HearthError.forbidden('Only application services can edit their network directories');
+        const visibility = optionalString(body(req), 'visibility') ?? 'public';
+        if (visibility !== 'public' && visibility !== 'private') throw HearthError.invalidParam('visibility must be "public" or "private"');
+        await rooms.setAppServiceDirectoryVisibility(asId, param(req, 'networkId'), param(req, 'roomId'), visibility);
+        return { body: {} };
+      },
+    },
+    {
       method: 'GET',
       api: 'client',
       versions: VERSIONS,
@@ -115,7 +131,7 @@ export function directoryRoutes(deps: { rooms: RoomService; appServices?: AppSer
           throw HearthError.badJson('limit must be an integer');
         }
         if (typeof limit === 'number' && limit < 0) throw HearthError.invalidParam('limit must not be negative');
-        const network = networkOf(optionalBoolean(b, 'include_all_networks') ?? false, optionalString(b, 'third_party_instance_id'));
+        const network = directoryNetwork(optionalBoolean(b, 'include_all_networks') ?? false, optionalString(b, 'third_party_instance_id'));
         const server = query(req, 'server');
         const request: PublicRoomsRequest = {
           // 100 unless asked; 0 asks for no limit (the most a page holds), as the reference server reads it.
@@ -124,23 +140,11 @@ export function directoryRoutes(deps: { rooms: RoomService; appServices?: AppSer
           ...(search !== undefined ? { searchTerm: search } : {}),
           ...(roomTypes !== undefined ? { roomTypes } : {}),
           ...(server !== undefined && server !== '' ? { server } : {}),
+          ...(network !== undefined ? { network } : {}),
         };
-        const listed = await rooms.publicRooms(request);
-        // Rooms are published in this server's own directory only, never in a bridged network's.
-        return { body: network === 'bridged' ? { chunk: [], total_room_count_estimate: 0 } : listed };
+        return { body: await rooms.publicRooms(request) };
       },
     },
   ];
 }
 
-/**
- * Which directory a POST /publicRooms asks for: this server's own rooms (`include_all_networks`
- * adds every bridged network's, of which there are none), or one bridged network named as
- * `<appservice id>|<network id>`. Both at once is a contradiction.
- */
-function networkOf(includeAll: boolean, instanceId: string | undefined): 'local' | 'bridged' {
-  if (instanceId === undefined) return 'local';
-  if (includeAll) throw HearthError.invalidParam("Can't use include_all_networks with an explicit network");
-  if (!/^[^|]+\|[^|]+$/.test(instanceId)) throw HearthError.invalidParam(`Invalid third_party_instance_id ${JSON.stringify(instanceId.slice(0, 100))}`);
-  return 'bridged';
-}

@@ -2,7 +2,7 @@
 // /publicRooms) with search and offset pagination (`p<offset>` tokens).
 
 import { HearthError } from '../../protocol/errors.js';
-import { publicRooms, roomById, setRoomPublic, type RoomRow } from '../../storage/rooms/rooms.js';
+import { publicRooms, roomById, setAppServiceListing, setRoomPublic, type DirectoryNetwork, type RoomRow } from '../../storage/rooms/rooms.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import { canManageRoomListing } from './aliases.js';
@@ -23,7 +23,32 @@ export async function setDirectoryVisibility(core: RoomCore, actor: Actor, roomI
   await setRoomPublic(core.db, head.roomNid!, visibility === 'public');
 }
 
+/**
+ * An application service publishes a room in (or takes it out of) its directory of a network
+ * (PUT /directory/list/appservice/{networkId}/{roomId}); 404 for a room unknown here.
+ */
+export async function setAppServiceDirectoryVisibility(core: RoomCore, asId: string, networkId: string, roomId: string, visibility: DirectoryVisibility): Promise<void> {
+  if ((await roomById(core.db, roomId)) === undefined) throw HearthError.notFound(`Unknown room ${roomId}`);
+  await setAppServiceListing(core.db, asId, networkId, roomId, visibility === 'public');
+}
+
+/**
+ * Which directory a /publicRooms request asks for: this server's own rooms (undefined), with
+ * `include_all_networks` those of every service's network too, or one network named as
+ * `<appservice id>|<network id>` (as /thirdparty/protocols names instances). Both at once is a
+ * contradiction: 400.
+ */
+export function directoryNetwork(includeAllNetworks: boolean, instanceId: string | undefined): DirectoryNetwork | undefined {
+  if (instanceId === undefined) return includeAllNetworks ? 'all' : undefined;
+  if (includeAllNetworks) throw HearthError.invalidParam("Can't use include_all_networks with an explicit network");
+  const [asId, networkId, ...rest] = instanceId.split('|');
+  if (!asId || !networkId || rest.length > 0) throw HearthError.invalidParam(`Invalid third_party_instance_id ${JSON.stringify(instanceId.slice(0, 100))}`);
+  return { asId, networkId };
+}
+
 export interface PublicRoomsRequest {
+  /** This server's own directory when absent. */
+  readonly network?: DirectoryNetwork;
   readonly limit?: number;
   readonly since?: string;
   readonly searchTerm?: string;
@@ -87,6 +112,7 @@ export async function listPublicRooms(core: RoomCore, req: PublicRoomsRequest): 
     limit,
     ...(req.searchTerm !== undefined ? { search: req.searchTerm } : {}),
     ...(req.roomTypes !== undefined ? { roomTypes: req.roomTypes } : {}),
+    ...(req.network !== undefined ? { network: req.network } : {}),
   });
   const out: PublicRoomsResponse = { chunk: rows.map(entryOf), total_room_count_estimate: total };
   if (offset + rows.length < total) out.next_batch = `p${offset + rows.length}`;

@@ -19,7 +19,7 @@ import { joinedSince } from './013-joined-since.js';
 import { eduQueues } from './014-edu-queues.js';
 import { remoteDeviceLists } from './015-remote-device-lists.js';
 import { appserviceQueues } from './016-appservice-queues.js';
-import { appserviceEphemeral } from './017-appservice-ephemeral.js';
+import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
 
 export interface HearthMigration {
   readonly name: string;

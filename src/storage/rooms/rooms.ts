@@ -64,7 +64,24 @@ export async function setRoomPublic(db: Kysely<Schema>, roomNid: number, isPubli
   await db.updateTable('rooms').set({ is_public: isPublic ? 1 : 0 }).where('room_nid', '=', roomNid).execute();
 }
 
+/** A room in an application service's network directory, or out of it. */
+export async function setAppServiceListing(db: Kysely<Schema>, asId: string, networkId: string, roomId: string, listed: boolean): Promise<void> {
+  if (listed) {
+    await db
+      .insertInto('appservice_room_list')
+      .values({ as_id: asId, network_id: networkId, room_id: roomId })
+      .onConflict((oc) => oc.columns(['as_id', 'network_id', 'room_id']).doNothing())
+      .execute();
+  } else {
+    await db.deleteFrom('appservice_room_list').where('as_id', '=', asId).where('network_id', '=', networkId).where('room_id', '=', roomId).execute();
+  }
+}
+
+/** Which directory: this server's own (absent), one service's network, or all of them with this server's. */
+export type DirectoryNetwork = { readonly asId: string; readonly networkId: string } | 'all';
+
 export interface PublicRoomsQuery {
+  readonly network?: DirectoryNetwork;
   /** Case-insensitive substring of the name, topic or canonical alias. */
   readonly search?: string;
   /** Only rooms of these types; null stands for rooms without a type. Empty or absent: any type. */
@@ -73,9 +90,17 @@ export interface PublicRoomsQuery {
   readonly limit: number;
 }
 
-/** Published rooms, most joined members first, then by room id; with the total matching. */
+/** Published rooms (in the directory asked for), most joined members first, then by room id; with the total matching. */
 export async function publicRooms(db: Kysely<Schema>, query: PublicRoomsQuery): Promise<{ rows: RoomRow[]; total: number }> {
-  let q = db.selectFrom('rooms').where('is_public', '=', 1).where('state_snapshot_nid', 'is not', null);
+  const { network } = query;
+  let q = db.selectFrom('rooms').where('state_snapshot_nid', 'is not', null);
+  if (network === undefined) q = q.where('is_public', '=', 1);
+  else if (network === 'all') q = q.where((eb) => eb.or([eb('is_public', '=', 1), eb('room_id', 'in', eb.selectFrom('appservice_room_list').select('room_id'))]));
+  else {
+    q = q.where('room_id', 'in', (eb) =>
+      eb.selectFrom('appservice_room_list').select('room_id').where('as_id', '=', network.asId).where('network_id', '=', network.networkId),
+    );
+  }
   if (query.search !== undefined && query.search !== '') {
     const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
     q = q.where((eb) =>

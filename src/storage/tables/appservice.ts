@@ -25,6 +25,14 @@ export interface AppServiceQueuesTable {
   pending_ephemeral_positions: string | null;
 }
 
+/** A room a service published in one of its networks' directories (`/directory/list/appservice`). */
+export interface AppServiceRoomListTable {
+  as_id: string;
+  network_id: string;
+  room_id: string;
+}
+
 export interface AppServiceTables {
   appservice_queues: AppServiceQueuesTable;
+  appservice_room_list: AppServiceRoomListTable;
 }
