@@ -35,7 +35,7 @@ export interface AppServiceRegistration {
   readonly protocols: readonly string[];
   /** Whether typing, receipts and presence are pushed too (MSC2409, under any of its names). */
   readonly receive_ephemeral: boolean;
-  /** `org.matrix.msc3202`: device lists and one-time key counts are pushed, and the service may act as a device. */
+  /** `org.matrix.msc3202`: read and kept; device lists and one-time key counts are not pushed. */
   readonly msc3202: boolean;
 }
 

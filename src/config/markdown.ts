@@ -137,9 +137,9 @@ namespaces:
 | \`sender_localpart\` | string | required | The localpart of the service's own user, \`@sender_localpart:<server_name>\`, which must be a valid user ID of this server. That user is the service's alone. |
 | \`namespaces.users\`, \`.aliases\`, \`.rooms\` | list of \`{exclusive, regex}\` | \`[]\` | The user IDs, room aliases and room IDs the service is interested in; with \`exclusive: true\`, claimed for this service alone. An empty or missing list claims nothing. |
 | \`rate_limited\` | boolean | \`true\` | Whether the service's users are rate limited. |
-| \`protocols\` | list of string | \`[]\` | The third-party protocols the service bridges. |
-| \`receive_ephemeral\` (or \`de.sorunome.msc2409.push_ephemeral\`, \`push_ephemeral\`) | boolean | \`false\` | Whether typing notices, receipts and presence are sent too; any of the three names set to true turns it on. |
-| \`org.matrix.msc3202\` | boolean | \`false\` | Whether device lists and one-time key counts are sent too, and the service may act as its users' devices. |
+| \`protocols\` | list of string | \`[]\` | The third-party protocols the service bridges: \`/thirdparty/*\` lookups of them are asked of it. |
+| \`receive_ephemeral\` (or \`de.sorunome.msc2409.push_ephemeral\`, \`push_ephemeral\`) | boolean | \`false\` | Whether typing notices, receipts, presence and to-device messages to its users' devices are sent too; any of the three names set to true turns it on. |
+| \`org.matrix.msc3202\` | boolean | \`false\` | Accepted (MSC3202). Device lists and one-time key counts are not sent. The service may act as its users' devices with \`device_id\` whether or not this is set. |
 
 Other fields are ignored. Regexes are JavaScript regular expressions that must match the whole ID,
 server name included, as if written \`^(?:regex)$\`: \`@irc_.*\` claims \`@irc_alice:example.org\`,
