@@ -25,9 +25,12 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
+// Two files at a time: node's default (one fewer than the cores) runs them one by one on a
+// two-core machine. HEARTH_TEST_CONCURRENCY overrides it.
+const concurrency = Number(process.env.HEARTH_TEST_CONCURRENCY ?? 2);
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', ...files],
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
   { cwd: root, stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -1,7 +1,7 @@
 // What a service that asked for ephemeral data (`receive_ephemeral`, or MSC2409's
 // `de.sorunome.msc2409.push_ephemeral`) is sent beside its events:
-// - m.typing and m.receipt of the rooms it is interested in (as for events, interest.ts), each
-//   with its `room_id`; others' private receipts are left out, as they are from any client;
+// - m.typing and m.receipt of the rooms it is interested in (as for events, interest.ts, but by
+//   the rooms' members now), each with its `room_id`; others' private receipts are left out, as they are from any client;
 // - m.presence of its users and of users sharing a room with one of them;
 // - to-device messages to its users' devices (MSC2409), each with `to_user_id` and `to_device_id`.
 // Receipts, presence and to-device messages are read from their streams between two positions,
@@ -65,18 +65,29 @@ export async function collectEphemeral(
     return rows[rows.length - 1]!.position;
   };
 
+  // Rooms are judged by their members now, once per pass.
+  const roomsWanted = new Map<string, Promise<boolean>>();
+  const roomWanted = (roomId: string): Promise<boolean> => {
+    let wanted = roomsWanted.get(roomId);
+    if (wanted === undefined) roomsWanted.set(roomId, (wanted = interest.interestedInRoomNow(roomId)));
+    return wanted;
+  };
+  const roomsWithUsers = new Map<string, Promise<boolean>>();
+  const hasUsers = (roomId: string): Promise<boolean> => {
+    let has = roomsWithUsers.get(roomId);
+    if (has === undefined) roomsWithUsers.set(roomId, (has = interest.hasUsersInNow(roomId)));
+    return has;
+  };
+
   for (const roomId of typingRooms) {
-    if (await interest.interestedInRoom(roomId)) ephemeral.push({ type: 'm.typing', room_id: roomId, content: { user_ids: [...sources.typingIn(roomId)] } });
+    if (await roomWanted(roomId)) ephemeral.push({ type: 'm.typing', room_id: roomId, content: { user_ids: [...sources.typingIn(roomId)] } });
   }
 
   const receipts = from.receipts < upTo.receipts ? await sources.receiptsAfter(from.receipts, upTo.receipts, limit) : [];
-  const roomsWanted = new Map<string, boolean>();
   const kept: ReceiptRow[] = [];
   for (const r of receipts) {
     if (r.receiptType === PRIVATE_READ && r.userId !== sender) continue;
-    let wanted = roomsWanted.get(r.roomId);
-    if (wanted === undefined) roomsWanted.set(r.roomId, (wanted = await interest.interestedInRoom(r.roomId)));
-    if (wanted) kept.push(r);
+    if (await roomWanted(r.roomId)) kept.push(r);
   }
   for (const [roomId, contents] of receiptContents(kept)) {
     for (const content of contents) ephemeral.push({ type: 'm.receipt', room_id: roomId, content: content as JsonObject });
@@ -84,7 +95,7 @@ export async function collectEphemeral(
 
   const presence = from.presence < upTo.presence ? await sources.presenceAfter(from.presence, upTo.presence, limit) : [];
   for (const p of presence) {
-    if (await presenceWanted(sources, services, service, interest, p.event.sender)) ephemeral.push(p.event as unknown as JsonObject);
+    if (await presenceWanted(sources, services, service, hasUsers, p.event.sender)) ephemeral.push(p.event as unknown as JsonObject);
   }
 
   const messages = from.to_device < upTo.to_device ? await sources.toDeviceAfter(from.to_device, upTo.to_device, limit) : [];
@@ -106,10 +117,10 @@ async function presenceWanted(
   sources: EphemeralSources,
   services: AppServices,
   service: AppServiceRegistration,
-  interest: ServiceInterest,
+  hasUsers: (roomId: string) => Promise<boolean>,
   userId: string,
 ): Promise<boolean> {
   if (services.isSenderOrInUserNamespace(service, userId)) return true;
-  for (const roomId of await sources.joinedRooms(userId)) if (await interest.hasUsersIn(roomId)) return true;
+  for (const roomId of await sources.joinedRooms(userId)) if (await hasUsers(roomId)) return true;
   return false;
 }

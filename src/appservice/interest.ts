@@ -66,23 +66,39 @@ export class ServiceInterest {
     return this.interestedInRoom(event.roomId);
   }
 
-  /** Whether the room is the service's: in its room namespaces, one of its users joined, or an alias in its namespaces. */
+  /**
+   * Whether the room is the service's: in its room namespaces, one of its users joined (as the
+   * events read so far say), or an alias in its namespaces.
+   */
   async interestedInRoom(roomId: string): Promise<boolean> {
-    const { services, service } = this;
-    if (services.isInterestedInRoom(service, roomId)) return true;
+    if (this.services.isInterestedInRoom(this.service, roomId)) return true;
     const facts = await this.facts(roomId);
-    if (facts.members.size > 0) return true;
+    return facts.members.size > 0 || this.aliasesMatch(roomId, facts);
+  }
+
+  /**
+   * The same, with the room's members as they are now: for ephemeral data, which is not ordered
+   * with the events (a typing notice right after a join must not wait for the join to be read).
+   */
+  async interestedInRoomNow(roomId: string): Promise<boolean> {
+    if (this.services.isInterestedInRoom(this.service, roomId)) return true;
+    if (await this.hasUsersInNow(roomId)) return true;
+    return this.aliasesMatch(roomId, await this.facts(roomId));
+  }
+
+  /** Whether one of the service's users is joined to the room now. */
+  async hasUsersInNow(roomId: string): Promise<boolean> {
+    return (await this.deps.joinedMembers(roomId)).some((userId) => this.services.isSenderOrInUserNamespace(this.service, userId));
+  }
+
+  private async aliasesMatch(roomId: string, facts: RoomFacts): Promise<boolean> {
+    const { services, service } = this;
     if (service.namespaces.aliases.length === 0) return false;
     if (this.now() - facts.aliasesAt > ALIASES_TTL_MS) {
       facts.aliases = await this.deps.aliases(roomId);
       facts.aliasesAt = this.now();
     }
     return facts.aliases.some((alias) => services.isInterestedInAlias(service, alias));
-  }
-
-  /** Whether one of the service's users is joined to the room. */
-  async hasUsersIn(roomId: string): Promise<boolean> {
-    return (await this.facts(roomId)).members.size > 0;
   }
 
   /**

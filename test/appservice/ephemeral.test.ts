@@ -162,6 +162,16 @@ for (const { backend, skip } of await serverBackends()) {
       assert.ok(!bridge.ephemeral().some((e) => e.room_id === elsewhere), 'nothing of a room without its users');
     });
 
+    test('typing right after one of its users joined a room is sent with the typing user', async () => {
+      const fresh = (await call('POST', '/createRoom', { preset: 'public_chat' }, owner.accessToken))['room_id'] as string;
+      // The room's first events are read by the service's queue (and judged of no interest) first.
+      await new Promise((r) => setTimeout(r, 200));
+      await call('POST', `/join/${enc(fresh)}?user_id=${enc(ALICE)}`, {}, 'bridge-as-token-0123');
+      await call('PUT', `/rooms/${enc(fresh)}/typing/${enc(owner.userId)}`, { typing: true, timeout: 30_000 }, owner.accessToken);
+      const typing = await until('typing in the fresh room', () => bridge.ephemeral().find((e) => e.type === 'm.typing' && e.room_id === fresh));
+      assert.deepEqual(typing.content, { user_ids: [owner.userId] });
+    });
+
     test('public receipts in its rooms; others’ private receipts never', async () => {
       const first = (await call('PUT', `/rooms/${enc(bridged)}/send/m.room.message/t${++txn}`, { msgtype: 'm.text', body: 'one' }, owner.accessToken))['event_id'] as string;
       const second = (await call('PUT', `/rooms/${enc(bridged)}/send/m.room.message/t${++txn}`, { msgtype: 'm.text', body: 'two' }, owner.accessToken))['event_id'] as string;
