@@ -67,6 +67,8 @@ import { pusherRoutes } from './client/account/pushers.js';
 import { whoisRoutes } from './client/admin/whois.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
+import { mediaRoutes } from './client/media/routes.js';
+import { MediaService } from './media/service.js';
 import { openIdUserInfoRoutes } from './federation/openid.js';
 import { FederationClient, type FederationRequest } from './federation/client.js';
 import { federationCheckRoutes } from './federation/check-routes.js';
@@ -367,6 +369,17 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
   const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
   const openId = new OpenIdService({ db, serverName });
+  // The media repository: uploads, downloads and thumbnails, files under media_api.base_path.
+  const media = new MediaService({
+    db,
+    serverName,
+    basePath: config.media_api.base_path,
+    maxUploadBytes: config.media_api.max_file_size_bytes,
+    dynamicThumbnails: config.media_api.dynamic_thumbnails,
+    maxThumbnailGenerators: config.media_api.max_thumbnail_generators,
+    thumbnailSizes: config.media_api.thumbnail_sizes,
+    log: core.log,
+  });
   // Third-party lookups, answered by the services that bridge each protocol.
   const thirdParty = new ThirdPartyLookups({
     services: appServices,
@@ -481,6 +494,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       }),
     },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
+    { name: 'media', routes: mediaRoutes({ media }), close: () => media.close() },
   ];
   let federationSender: FederationSender | undefined;
   if (federation !== undefined && outbox !== undefined) {

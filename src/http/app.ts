@@ -139,6 +139,8 @@ class IncomingRequest implements HttpRequest {
 function readBody(route: RouteDef, req: FastifyRequest): unknown {
   const mode = route.body ?? (route.method === 'GET' || route.method === 'DELETE' ? 'none' : 'json');
   if (mode === 'json') return parseJsonObjectBody(req.body, { allowNulInStrings: route.allowNulInBodyStrings ?? false });
+  // A request without a body (no Content-Length, no chunks) is not parsed: its stream is empty.
+  if (mode === 'stream') return req.body ?? req.raw;
   return mode === 'raw' ? req.body : undefined;
 }
 
@@ -221,17 +223,40 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   });
 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
+  // Routes that read their body as a stream live in a context of their own, whose parser hands
+  // the request stream over unread.
+  const streamed: (() => void)[] = [];
+  let streamContext: FastifyInstance | undefined;
+  app.register(async (child) => {
+    child.removeAllContentTypeParsers();
+    child.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+    streamContext = child;
+    for (const mount of streamed) mount();
+  });
   for (const route of routes) {
     const fromServer = routeAuth(route) === 'server';
+    const streaming = route.body === 'stream';
     for (const url of mountPaths(route)) {
       let methods = methodsByPath.get(url);
       if (!methods) methodsByPath.set(url, (methods = new Set()));
       methods.add(route.method);
-      app.route({
+      const mount = (target: FastifyInstance) => target.route({
         method: route.method,
         url,
         bodyLimit: route.bodyLimit ?? jsonBodyLimit,
-        handler: async (req, reply) => {
+        handler: streaming
+          ? async (req, reply) => {
+              try {
+                return await handler(req, reply);
+              } catch (err) {
+                // A body left unread is not read to its end (a refused upload may be large): the connection goes.
+                if (!req.raw.readableEnded) void reply.header('connection', 'close');
+                throw err;
+              }
+            }
+          : (req, reply) => handler(req, reply),
+      });
+      const handler = async (req: FastifyRequest, reply: FastifyReply) => {
           const request = new IncomingRequest(route, req, reply, addresses);
           if (fromServer) {
             request.body = readBody(route, req);
@@ -265,8 +290,9 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
           } finally {
             if (charges !== undefined) limiter!.settle(charges, status);
           }
-        },
-      });
+      };
+      if (streaming) streamed.push(() => mount(streamContext!));
+      else mount(app);
     }
   }
 

@@ -49,7 +49,7 @@ export interface HttpRequest {
   readonly params: Readonly<Record<string, string>>;
   /** Query parameters; a repeated parameter gives an array. */
   readonly query: Readonly<Record<string, string | string[] | undefined>>;
-  /** The parsed JSON object body for `body: 'json'` routes, the raw bytes for `body: 'raw'`. */
+  /** The parsed JSON object body for `body: 'json'` routes, the raw bytes for `body: 'raw'`, a Readable for `body: 'stream'`. */
   readonly body: unknown;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** From `Authorization: Bearer` or the `access_token` query parameter. */
@@ -85,8 +85,12 @@ export interface RouteDef {
   readonly auth?: RouteAuth;
   /** The rate limit this route counts against (see http/rate-limit.ts); default: none. */
   readonly rateLimit?: RateLimitName;
-  /** How the body is read: a JSON object (default for PUT/POST), raw bytes, or not at all. */
-  readonly body?: 'json' | 'raw' | 'none';
+  /**
+   * How the body is read: a JSON object (default for PUT/POST), raw bytes, a stream the handler
+   * reads itself (uploads: nothing is buffered, `bodyLimit` does not apply, and the connection is
+   * closed after a reply sent before the body was read), or not at all.
+   */
+  readonly body?: 'json' | 'raw' | 'stream' | 'none';
   /**
    * Whether NUL (U+0000) is accepted in the JSON body's string values: only where they are stored
    * nowhere but in an event's JSON text, which keeps NUL on every backend. Default: refused with

@@ -10,11 +10,13 @@ import type { RoomsTables } from './tables/rooms.js';
 import type { StreamsTables } from './tables/streams.js';
 import type { UserDataTables } from './tables/user-data.js';
 import type { FederationTransactionTables } from './tables/federation-transactions.js';
+import type { MediaTables } from './tables/media.js';
 
 export type * from './tables/accounts.js';
 export type * from './tables/appservice.js';
 export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
+export type * from './tables/media.js';
 export type * from './tables/pushers.js';
 export type * from './tables/rooms.js';
 export type * from './tables/streams.js';
@@ -39,4 +41,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables {}

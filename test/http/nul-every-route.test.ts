@@ -192,9 +192,10 @@ const genericBody = (w: World): Record<string, unknown> => ({
   device_id: w.alice.deviceId,
 });
 
+/** Routes whose body is JSON; raw and streamed bodies (media uploads) are bytes, NUL included. */
 function takesJsonBody(route: RouteDef): boolean {
   const mode = route.body ?? (route.method === 'GET' || route.method === 'DELETE' ? 'none' : 'json');
-  return mode !== 'none';
+  return mode === 'json';
 }
 
 /** Every string and every key of `value`, each as a copy of `value` with NUL put into it. */

@@ -20,13 +20,14 @@ import { eduQueues } from './014-edu-queues.js';
 import { remoteDeviceLists } from './015-remote-device-lists.js';
 import { appserviceQueues } from './016-appservice-queues.js';
 import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
+import { media } from './018-media.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

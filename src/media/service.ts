@@ -1,0 +1,267 @@
+// The media repository: uploads (at once, or to an id made first with `/create`), downloads and
+// thumbnails of this server's media. Rows in `media` and `media_thumbnails` (storage/media), bytes
+// in files (files.ts), thumbnails made with sharp (thumbnailer.ts): the configured sizes of an
+// uploaded image are made after the upload answers, any other size on request (when
+// `dynamic_thumbnails`), each kept once made. Quarantined media is never served.
+// Other servers' media is not fetched yet: asking for it is 404.
+
+import type { Kysely } from 'kysely';
+import type { Readable } from 'node:stream';
+import { HearthError } from '../protocol/errors.js';
+import { completeMedia, countPendingMedia, insertMedia, insertThumbnail, selectMedia, selectThumbnails, type MediaRow, type ThumbnailRow } from '../storage/media/media.js';
+import type { Schema } from '../storage/schema.js';
+import { isValidMediaId, MediaFiles, newMediaId } from './files.js';
+import { THUMBNAILABLE, Thumbnailer, type ThumbnailMethod, type ThumbnailRequest } from './thumbnailer.js';
+
+/** How long an id made by `/create` waits for its upload (as Synapse). */
+export const UNUSED_EXPIRES_MS = 24 * 60 * 60_000;
+/** Ids made by `/create` and not uploaded to, per user, at once (Synapse's max_pending_media_uploads). */
+export const MAX_PENDING_UPLOADS = 5;
+/** How long a download of media not yet uploaded waits by default, and at most. */
+export const DEFAULT_WAIT_MS = 20_000;
+export const MAX_WAIT_MS = 120_000;
+const WAIT_STEP_MS = 250;
+
+export interface MediaServiceOptions {
+  readonly db: Kysely<Schema>;
+  readonly serverName: string;
+  readonly basePath: string;
+  /** Largest upload in bytes; 0: no limit. */
+  readonly maxUploadBytes: number;
+  readonly dynamicThumbnails: boolean;
+  readonly maxThumbnailGenerators: number;
+  readonly thumbnailSizes: readonly { readonly width: number; readonly height: number; readonly method: ThumbnailMethod }[];
+  readonly log: { warn(message: string, details?: object): void };
+  readonly now?: () => number;
+}
+
+export interface UploadInfo {
+  readonly contentType: string | undefined;
+  readonly fileName: string | undefined;
+  /** The request's Content-Length, when it gave one. */
+  readonly contentLength: number | undefined;
+}
+
+/** A file to send. */
+export interface MediaFile {
+  readonly path: string;
+  readonly size: number;
+  readonly contentType: string;
+  readonly uploadName: string | null;
+}
+
+export class MediaService {
+  private readonly files: MediaFiles;
+  private readonly thumbnailer: Thumbnailer;
+  private readonly now: () => number;
+  /** Thumbnails being made, by file: requests for the same one share the work. */
+  private readonly making = new Map<string, Promise<ThumbnailRow>>();
+  /** Background work (configured thumbnails after an upload), awaited by close(). */
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(private readonly options: MediaServiceOptions) {
+    this.files = new MediaFiles(options.basePath);
+    this.thumbnailer = new Thumbnailer(options.maxThumbnailGenerators);
+    this.now = options.now ?? Date.now;
+  }
+
+  /** POST /upload: stores the body and answers its mxc URI. */
+  async upload(userId: string, body: Readable, info: UploadInfo): Promise<string> {
+    this.refuseLength(info.contentLength);
+    const written = await this.files.write(body, this.options.maxUploadBytes);
+    const mediaId = newMediaId();
+    const now = this.now();
+    const contentType = info.contentType ?? 'application/octet-stream';
+    try {
+      await this.files.commit(written.tempPath, this.files.contentPath(this.options.serverName, mediaId, true));
+      await insertMedia(this.options.db, {
+        origin: this.options.serverName,
+        media_id: mediaId,
+        user_id: userId,
+        content_type: contentType,
+        upload_name: info.fileName ?? null,
+        size: written.size,
+        sha256: written.sha256,
+        created_ts: now,
+        uploaded_ts: now,
+        unused_expires_ts: null,
+        quarantined_by: null,
+      });
+    } catch (err) {
+      await this.files.discard(written.tempPath);
+      throw err;
+    }
+    this.afterUpload(mediaId, contentType);
+    return `mxc://${this.options.serverName}/${mediaId}`;
+  }
+
+  /** POST /media/v1/create: an id to upload to later; 429 with too many waiting. */
+  async create(userId: string): Promise<{ content_uri: string; unused_expires_at: number }> {
+    const now = this.now();
+    if ((await countPendingMedia(this.options.db, userId, now)) >= MAX_PENDING_UPLOADS) {
+      throw new HearthError(429, 'M_LIMIT_EXCEEDED', 'Too many uploads waiting: upload to the ones made first', { retry_after_ms: 60_000 });
+    }
+    const mediaId = newMediaId();
+    const expires = now + UNUSED_EXPIRES_MS;
+    await insertMedia(this.options.db, {
+      origin: this.options.serverName,
+      media_id: mediaId,
+      user_id: userId,
+      content_type: null,
+      upload_name: null,
+      size: null,
+      sha256: null,
+      created_ts: now,
+      uploaded_ts: null,
+      unused_expires_ts: expires,
+      quarantined_by: null,
+    });
+    return { content_uri: `mxc://${this.options.serverName}/${mediaId}`, unused_expires_at: expires };
+  }
+
+  /**
+   * PUT /upload/{serverName}/{mediaId}: the upload to an id made by `/create`. 403 when it is
+   * not the user's, 404 when unknown or expired, 409 M_CANNOT_OVERWRITE_MEDIA when uploaded already.
+   */
+  async uploadTo(userId: string, serverName: string, mediaId: string, body: Readable, info: UploadInfo): Promise<void> {
+    if (serverName !== this.options.serverName) throw HearthError.forbidden('Media can only be uploaded to this server');
+    const row = await this.row(serverName, mediaId);
+    if (row === undefined) throw HearthError.notFound('Unknown media');
+    if (row.user_id !== userId) throw HearthError.forbidden('This media id was made by another user');
+    if (row.size !== null) throw new HearthError(409, 'M_CANNOT_OVERWRITE_MEDIA', 'Media has already been uploaded to this id');
+    if (row.unused_expires_ts !== null && row.unused_expires_ts <= this.now()) throw HearthError.notFound('This media id has expired');
+    this.refuseLength(info.contentLength);
+    const written = await this.files.write(body, this.options.maxUploadBytes);
+    const contentType = info.contentType ?? 'application/octet-stream';
+    const finalPath = this.files.contentPath(serverName, mediaId, true);
+    // Claimed first: of two uploads at once, one wins and the other's file is dropped.
+    const claimed = await completeMedia(this.options.db, serverName, mediaId, userId, {
+      content_type: contentType,
+      upload_name: info.fileName ?? null,
+      size: written.size,
+      sha256: written.sha256,
+      uploaded_ts: this.now(),
+    });
+    if (!claimed) {
+      await this.files.discard(written.tempPath);
+      throw new HearthError(409, 'M_CANNOT_OVERWRITE_MEDIA', 'Media has already been uploaded to this id');
+    }
+    await this.files.commit(written.tempPath, finalPath);
+    this.afterUpload(mediaId, contentType);
+  }
+
+  /**
+   * The file of `mxc://serverName/mediaId`, waiting up to `waitMs` for an upload not yet made (504
+   * M_NOT_YET_UPLOADED after); 404 when unknown or quarantined.
+   */
+  async download(serverName: string, mediaId: string, waitMs = DEFAULT_WAIT_MS): Promise<MediaFile> {
+    const row = await this.uploaded(serverName, mediaId, waitMs);
+    const path = this.files.contentPath(serverName, mediaId, true);
+    return { path, size: row.size!, contentType: row.content_type ?? 'application/octet-stream', uploadName: row.upload_name };
+  }
+
+  /** A thumbnail of the media, as close to the request as the rules allow. */
+  async thumbnail(serverName: string, mediaId: string, req: ThumbnailRequest, waitMs = DEFAULT_WAIT_MS): Promise<MediaFile> {
+    const row = await this.uploaded(serverName, mediaId, waitMs);
+    const contentType = row.content_type ?? 'application/octet-stream';
+    if (!THUMBNAILABLE.has(contentType)) throw new HearthError(400, 'M_UNKNOWN', `Cannot make a thumbnail of ${contentType}`);
+    const target = this.options.dynamicThumbnails ? req : { ...req, ...this.closestConfigured(req) };
+    const kept = (await selectThumbnails(this.options.db, serverName, mediaId)).find(
+      (t) => t.width === target.width && t.height === target.height && t.method === target.method && t.animated === (target.animated ? 1 : 0),
+    );
+    const made = kept ?? (await this.makeThumbnail(row, target));
+    return {
+      path: this.files.thumbnailPath(serverName, mediaId, true, thumbnailName(made)),
+      size: made.size,
+      contentType: made.content_type,
+      uploadName: null,
+    };
+  }
+
+  /** Waits for the configured thumbnails being made (for a clean stop). */
+  async close(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
+  private refuseLength(contentLength: number | undefined): void {
+    const max = this.options.maxUploadBytes;
+    if (max > 0 && contentLength !== undefined && contentLength > max) throw HearthError.tooLarge(`Upload is larger than the ${max} bytes allowed`);
+  }
+
+  private async row(serverName: string, mediaId: string): Promise<MediaRow | undefined> {
+    if (!isValidMediaId(mediaId)) return undefined;
+    return selectMedia(this.options.db, serverName, mediaId);
+  }
+
+  /** The media's row once uploaded. */
+  private async uploaded(serverName: string, mediaId: string, waitMs: number): Promise<MediaRow> {
+    if (serverName !== this.options.serverName) throw HearthError.notFound('Media of other servers is not available here');
+    const deadline = this.now() + Math.min(Math.max(waitMs, 0), MAX_WAIT_MS);
+    for (;;) {
+      const row = await this.row(serverName, mediaId);
+      if (row === undefined || row.quarantined_by !== null) throw HearthError.notFound('Media not found');
+      if (row.size !== null) return row;
+      if (row.unused_expires_ts !== null && row.unused_expires_ts <= this.now()) throw HearthError.notFound('Media not found');
+      if (this.now() >= deadline) throw new HearthError(504, 'M_NOT_YET_UPLOADED', 'The media has not been uploaded yet');
+      await new Promise((r) => setTimeout(r, Math.min(WAIT_STEP_MS, Math.max(1, deadline - this.now()))));
+    }
+  }
+
+  /** Of the configured sizes with the method asked, the smallest at least as large as asked, else the largest. */
+  private closestConfigured(req: ThumbnailRequest): { width: number; height: number; method: ThumbnailMethod } {
+    const sizes = this.options.thumbnailSizes.filter((s) => s.method === req.method);
+    const pool = sizes.length > 0 ? sizes : this.options.thumbnailSizes;
+    if (pool.length === 0) return { width: req.width, height: req.height, method: req.method };
+    const byArea = [...pool].sort((a, b) => a.width * a.height - b.width * b.height);
+    return byArea.find((s) => s.width >= req.width && s.height >= req.height) ?? byArea[byArea.length - 1]!;
+  }
+
+  private makeThumbnail(row: MediaRow, req: ThumbnailRequest): Promise<ThumbnailRow> {
+    const key = `${row.origin}/${row.media_id}/${req.width}x${req.height}-${req.method}-${req.animated ? 'a' : 's'}`;
+    let pending = this.making.get(key);
+    if (pending === undefined) {
+      pending = this.render(row, req).finally(() => this.making.delete(key));
+      this.making.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async render(row: MediaRow, req: ThumbnailRequest): Promise<ThumbnailRow> {
+    const input = this.files.contentPath(row.origin, row.media_id, true);
+    const made = await this.thumbnailer.make(input, row.content_type ?? '', req);
+    const thumb: ThumbnailRow = {
+      origin: row.origin,
+      media_id: row.media_id,
+      width: req.width,
+      height: req.height,
+      method: req.method,
+      animated: req.animated ? 1 : 0,
+      content_type: made.contentType,
+      size: made.data.length,
+    };
+    await this.files.writeBytes(this.files.thumbnailPath(row.origin, row.media_id, true, thumbnailName(thumb)), made.data);
+    await insertThumbnail(this.options.db, thumb);
+    return thumb;
+  }
+
+  /** The configured thumbnails of an uploaded image, made in the background. */
+  private afterUpload(mediaId: string, contentType: string): void {
+    if (!THUMBNAILABLE.has(contentType) || this.options.thumbnailSizes.length === 0) return;
+    const work = (async () => {
+      const row = await selectMedia(this.options.db, this.options.serverName, mediaId);
+      if (row === undefined) return;
+      for (const size of this.options.thumbnailSizes) {
+        await this.makeThumbnail(row, { ...size, animated: false }).catch((err: unknown) => {
+          this.options.log.warn('making a thumbnail failed', { mediaId, size, err: err instanceof Error ? err.message : String(err) });
+        });
+      }
+    })();
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+}
+
+/** A thumbnail's file name: what it was asked as (its type follows from the media's). */
+function thumbnailName(t: Pick<ThumbnailRow, 'width' | 'height' | 'method' | 'animated'>): string {
+  return `${t.width}-${t.height}-${t.method}${t.animated ? '-animated' : ''}`;
+}
