@@ -240,57 +240,52 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
       let methods = methodsByPath.get(url);
       if (!methods) methodsByPath.set(url, (methods = new Set()));
       methods.add(route.method);
-      const mount = (target: FastifyInstance) => target.route({
-        method: route.method,
-        url,
-        bodyLimit: route.bodyLimit ?? jsonBodyLimit,
-        handler: streaming
-          ? async (req, reply) => {
-              try {
-                return await handler(req, reply);
-              } catch (err) {
-                // A body left unread is not read to its end (a refused upload may be large): the connection goes.
-                if (!req.raw.readableEnded) void reply.header('connection', 'close');
-                throw err;
-              }
-            }
-          : (req, reply) => handler(req, reply),
-      });
       const handler = async (req: FastifyRequest, reply: FastifyReply) => {
-          const request = new IncomingRequest(route, req, reply, addresses);
-          if (fromServer) {
-            request.body = readBody(route, req);
-            request.origin = await authorizeServer(route, req, request.body, options.authenticateServer);
-            noteUser(req, request.origin);
+        const request = new IncomingRequest(route, req, reply, addresses);
+        if (fromServer) {
+          request.body = readBody(route, req);
+          request.origin = await authorizeServer(route, req, request.body, options.authenticateServer);
+          noteUser(req, request.origin);
+        }
+        const requester = await authorize(route, request, options.authenticate);
+        if (requester !== undefined) {
+          noteUser(req, requester.userId);
+          request.requester = requester;
+        }
+        refuseNulInParameters(request.params, request.query);
+        if (!fromServer) request.body = readBody(route, req);
+        let charges: readonly Charge[] | undefined;
+        if (limiter !== undefined && route.rateLimit !== undefined) {
+          charges = limiter.charge(route.rateLimit, { requester, address: request.remoteAddress, body: request.body });
+        }
+        let status = 500;
+        try {
+          const res = await route.handler(request);
+          status = res.status ?? 200;
+          if (res.headers) void reply.headers(res.headers);
+          if (status >= 400) noteError(req, res.body);
+          if (isRawBody(res.body) || (res.headers !== undefined && 'content-type' in res.headers)) {
+            return reply.code(status).send(res.body);
           }
-          const requester = await authorize(route, request, options.authenticate);
-          if (requester !== undefined) {
-            noteUser(req, requester.userId);
-            request.requester = requester;
-          }
-          refuseNulInParameters(request.params, request.query);
-          if (!fromServer) request.body = readBody(route, req);
-          let charges: readonly Charge[] | undefined;
-          if (limiter !== undefined && route.rateLimit !== undefined) {
-            charges = limiter.charge(route.rateLimit, { requester, address: request.remoteAddress, body: request.body });
-          }
-          let status = 500;
-          try {
-            const res = await route.handler(request);
-            status = res.status ?? 200;
-            if (res.headers) void reply.headers(res.headers);
-            if (status >= 400) noteError(req, res.body);
-            if (isRawBody(res.body) || (res.headers !== undefined && 'content-type' in res.headers)) {
-              return reply.code(status).send(res.body);
-            }
-            return sendJson(reply, status, res.body);
-          } catch (err) {
-            status = errorReply(err).status;
-            throw err;
-          } finally {
-            if (charges !== undefined) limiter!.settle(charges, status);
-          }
+          return sendJson(reply, status, res.body);
+        } catch (err) {
+          status = errorReply(err).status;
+          throw err;
+        } finally {
+          if (charges !== undefined) limiter!.settle(charges, status);
+        }
       };
+      const streamingHandler = async (req: FastifyRequest, reply: FastifyReply) => {
+        try {
+          return await handler(req, reply);
+        } catch (err) {
+          // A body left unread is not read to its end (a refused upload may be large): the connection goes.
+          if (!req.raw.readableEnded) void reply.header('connection', 'close');
+          throw err;
+        }
+      };
+      const mount = (target: FastifyInstance) =>
+        target.route({ method: route.method, url, bodyLimit: route.bodyLimit ?? jsonBodyLimit, handler: streaming ? streamingHandler : handler });
       if (streaming) streamed.push(() => mount(streamContext!));
       else mount(app);
     }
