@@ -64,6 +64,7 @@ import { RemoteDeviceLists } from './users/remote-device-lists.js';
 import { keyRoutes } from './client/keys/index.js';
 import { openIdRoutes } from './client/account/openid.js';
 import { pusherRoutes } from './client/account/pushers.js';
+import { adminMediaRoutes } from './client/admin/media.js';
 import { whoisRoutes } from './client/admin/whois.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
@@ -494,7 +495,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       }),
     },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
-    { name: 'media', routes: mediaRoutes({ media }), close: () => media.close() },
+    { name: 'media', routes: [...mediaRoutes({ media }), ...adminMediaRoutes({ media, serverName })], close: () => media.close() },
   ];
   let federationSender: FederationSender | undefined;
   if (federation !== undefined && outbox !== undefined) {

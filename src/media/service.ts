@@ -6,9 +6,27 @@
 // Other servers' media is not fetched yet: asking for it is 404.
 
 import type { Kysely } from 'kysely';
+import { rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { HearthError } from '../protocol/errors.js';
-import { completeMedia, countPendingMedia, insertMedia, insertThumbnail, selectMedia, selectThumbnails, type MediaRow, type ThumbnailRow } from '../storage/media/media.js';
+import {
+  completeMedia,
+  countPendingMedia,
+  deleteMediaRows,
+  insertMedia,
+  insertThumbnail,
+  localMediaBefore,
+  mediaIdsOfUser,
+  pageOfUserMedia,
+  selectMedia,
+  selectThumbnails,
+  setQuarantined,
+  type MediaOrder,
+  type MediaRow,
+  type ThumbnailRow,
+} from '../storage/media/media.js';
+import { eventJsonsMentioningMedia } from '../storage/rooms/events.js';
 import type { Schema } from '../storage/schema.js';
 import { isValidMediaId, MediaFiles, newMediaId } from './files.js';
 import { THUMBNAILABLE, Thumbnailer, type ThumbnailMethod, type ThumbnailRequest } from './thumbnailer.js';
@@ -178,6 +196,84 @@ export class MediaService {
     };
   }
 
+  // Administration: quarantine (never served again, until lifted), deletion, listings.
+
+  /** Quarantines one piece of media (or lifts it with `by` null); unknown media is left as it is. */
+  async quarantine(serverName: string, mediaId: string, by: string | null): Promise<void> {
+    await setQuarantined(this.options.db, [{ origin: serverName, mediaId }], by);
+  }
+
+  /** Quarantines the media a room's events refer to; answers how many were newly quarantined. */
+  async quarantineRoom(roomId: string, by: string): Promise<number> {
+    const { local, remote } = await this.mediaInRoom(roomId);
+    return setQuarantined(this.options.db, [...local, ...remote].map(parseMxc).filter((k) => k !== undefined), by);
+  }
+
+  /** Quarantines a user's uploads. */
+  async quarantineUser(userId: string, by: string): Promise<number> {
+    const ids = await mediaIdsOfUser(this.options.db, this.options.serverName, userId);
+    return setQuarantined(this.options.db, ids.map((mediaId) => ({ origin: this.options.serverName, mediaId })), by);
+  }
+
+  /** The mxc URIs of a room's events (`url`, `info.thumbnail_url`), this server's and others'. */
+  async mediaInRoom(roomId: string): Promise<{ local: string[]; remote: string[] }> {
+    const found = new Set<string>();
+    for (const json of await eventJsonsMentioningMedia(this.options.db, roomId)) {
+      const content = (JSON.parse(json) as { content?: unknown }).content;
+      if (typeof content !== 'object' || content === null) continue;
+      const c = content as { url?: unknown; info?: { thumbnail_url?: unknown } };
+      for (const uri of [c.url, c.info?.thumbnail_url]) if (typeof uri === 'string' && parseMxc(uri) !== undefined) found.add(uri);
+    }
+    const local: string[] = [];
+    const remote: string[] = [];
+    for (const uri of found) (parseMxc(uri)!.origin === this.options.serverName ? local : remote).push(uri);
+    return { local, remote };
+  }
+
+  /** A page of a user's uploads, as the admin API lists them. */
+  async userMedia(userId: string, page: { from: number; limit: number; orderBy: MediaOrder; dir: 'f' | 'b' }): Promise<{ media: object[]; total: number }> {
+    const { rows, total } = await pageOfUserMedia(this.options.db, this.options.serverName, userId, page);
+    return { media: rows.map(mediaInfo), total };
+  }
+
+  /** What is known of a piece of this server's media; 404 when none. */
+  async info(serverName: string, mediaId: string): Promise<object> {
+    const row = await this.row(serverName, mediaId);
+    if (row === undefined) throw HearthError.notFound('Unknown media');
+    return mediaInfo(row);
+  }
+
+  /** Deletes a piece of this server's media, its thumbnails and files; 404 when unknown, 400 for another server's. */
+  async delete(serverName: string, mediaId: string): Promise<void> {
+    if (serverName !== this.options.serverName) throw HearthError.invalidParam('Only media of this server can be deleted');
+    if ((await this.row(serverName, mediaId)) === undefined) throw HearthError.notFound('Unknown media');
+    await this.remove(mediaId);
+  }
+
+  /** Deletes a user's uploads; answers their ids. */
+  async deleteUserMedia(userId: string): Promise<string[]> {
+    const ids = await mediaIdsOfUser(this.options.db, this.options.serverName, userId);
+    for (const id of ids) await this.remove(id);
+    return ids;
+  }
+
+  /** Deletes this server's media uploaded before `beforeTs` and larger than `sizeGt` bytes; answers their ids. */
+  async deleteBefore(beforeTs: number, sizeGt: number): Promise<string[]> {
+    const ids = await localMediaBefore(this.options.db, this.options.serverName, beforeTs, sizeGt);
+    for (const id of ids) await this.remove(id);
+    return ids;
+  }
+
+  private async remove(mediaId: string): Promise<void> {
+    const origin = this.options.serverName;
+    // Thumbnails still being made after an upload would come back after the deletion.
+    await this.close();
+    // The rows first: once they are gone nothing serves the files, which go next.
+    await deleteMediaRows(this.options.db, origin, mediaId);
+    await rm(this.files.contentPath(origin, mediaId, true), { force: true });
+    await rm(dirname(this.files.thumbnailPath(origin, mediaId, true, 'x')), { recursive: true, force: true });
+  }
+
   /** Waits for the configured thumbnails being made (for a clean stop). */
   async close(): Promise<void> {
     while (this.background.size > 0) await Promise.all([...this.background]);
@@ -264,4 +360,25 @@ export class MediaService {
 /** A thumbnail's file name: what it was asked as (its type follows from the media's). */
 function thumbnailName(t: Pick<ThumbnailRow, 'width' | 'height' | 'method' | 'animated'>): string {
   return `${t.width}-${t.height}-${t.method}${t.animated ? '-animated' : ''}`;
+}
+
+/** The server and id of `mxc://server/id`, or undefined for anything else. */
+export function parseMxc(uri: string): { origin: string; mediaId: string } | undefined {
+  const m = /^mxc:\/\/([^/]+)\/([A-Za-z0-9_-]+)$/.exec(uri);
+  return m === null ? undefined : { origin: m[1]!, mediaId: m[2]! };
+}
+
+/** A media row as the admin API shows it (Synapse's field names). */
+function mediaInfo(row: MediaRow): object {
+  return {
+    media_id: row.media_id,
+    media_type: row.content_type,
+    media_length: row.size,
+    upload_name: row.upload_name,
+    created_ts: row.created_ts,
+    last_access_ts: row.uploaded_ts ?? row.created_ts,
+    quarantined_by: row.quarantined_by,
+    safe_from_quarantine: false,
+    user_id: row.user_id,
+  };
 }

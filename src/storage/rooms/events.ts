@@ -168,3 +168,15 @@ export async function upgradeOutlierRow(
 ): Promise<void> {
   await trx.updateTable('events').set(row).where('event_nid', '=', eventNid).where('status', '=', 'outlier').execute();
 }
+
+/** The JSON of a room's events that mention an mxc URI anywhere (the media admin reads their content). */
+export async function eventJsonsMentioningMedia(db: Kysely<Schema>, roomId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('events as e')
+    .innerJoin('rooms as r', 'r.room_nid', 'e.room_nid')
+    .select('e.json')
+    .where('r.room_id', '=', roomId)
+    .where('e.json', 'like', '%mxc://%')
+    .execute();
+  return rows.map((r) => r.json);
+}
