@@ -86,6 +86,7 @@ import { remoteDeviceListSource, remoteKeys } from './federation/remote-keys.js'
 import { remoteAlias, remoteProfile, remotePublicRooms } from './federation/remote-queries.js';
 import { FederationMembership } from './federation/membership-client.js';
 import { federationUserRoutes } from './federation/user-routes.js';
+import { federationMediaRoutes, remoteMediaSource } from './federation/media.js';
 import { FederationRemoteEvents } from './federation/remote-events.js';
 import { serverAuthenticator } from './federation/request-auth.js';
 import type { DnsResolver } from './federation/resolve.js';
@@ -380,6 +381,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     maxThumbnailGenerators: config.media_api.max_thumbnail_generators,
     thumbnailSizes: config.media_api.thumbnail_sizes,
     log: core.log,
+    ...(federation !== undefined ? { remote: remoteMediaSource(federation.client) } : {}),
   });
   // Third-party lookups, answered by the services that bridge each protocol.
   const thirdParty = new ThirdPartyLookups({
@@ -535,6 +537,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
         ...federationUserRoutes({ serverName, deviceKeys, rooms: roomService, deviceListPosition: () => notifier.current().device_lists }),
         ...federationMembershipRoutes({ rooms: roomService }),
         ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
+        ...federationMediaRoutes({ media, serverName }),
       ],
       authenticateServer: async (req) => {
         const origin = await authenticateServer(req);

@@ -4,6 +4,7 @@
 // back to the other one for servers that only know it, remembering what worked per destination.
 
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import { loadUndici } from './undici.js';
 import type { JsonValue } from '../protocol/json.js';
@@ -101,6 +102,17 @@ interface Answer {
   readonly status: number;
   readonly text: string;
   readonly json: JsonValue | undefined;
+  /** For a streamed request's 2xx answer: its headers and its body, unread. */
+  readonly stream?: { readonly headers: Readonly<Record<string, string | string[] | undefined>>; readonly body: Readable };
+}
+
+/** A streamed request's answer: a 2xx with its body unread, or any other with its JSON. */
+export interface FederationStreamResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The body of a 2xx answer, to be read (or destroyed) by the caller. */
+  readonly body?: Readable;
+  readonly json?: JsonValue;
 }
 
 /** The destination does not know this API root: 404 M_UNRECOGNIZED, or a 404/405 that is not JSON. */
@@ -163,6 +175,33 @@ export class FederationClient {
     }
   }
 
+  /**
+   * Sends one request and hands over a 2xx answer's body unread (media): the time limit covers
+   * the body too, so the caller reads it within `timeoutMs`. Other answers come with their JSON.
+   */
+  async requestStream(req: FederationRequest): Promise<FederationStreamResponse> {
+    if (this.closed) throw new FederationError(req.destination, 'connect', 'the federation client is closed');
+    const timeoutMs = req.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const deadline = { signal: controller.signal, timeoutMs };
+    try {
+      const answer = await this.withNaming(req, deadline, true);
+      if (answer.stream === undefined) {
+        clearTimeout(timer);
+        return { status: answer.status, headers: {}, ...(answer.json !== undefined ? { json: answer.json } : {}) };
+      }
+      answer.stream.body.once('close', () => clearTimeout(timer));
+      return { status: answer.status, headers: answer.stream.headers, body: answer.stream.body };
+    } catch (err) {
+      clearTimeout(timer);
+      if (controller.signal.aborted && !(err instanceof FederationError)) {
+        throw new FederationError(req.destination, 'timeout', `no answer within ${timeoutMs} ms`, err);
+      }
+      throw err;
+    }
+  }
+
   /** Closes every connection pool; requests under way finish first. */
   async close(): Promise<void> {
     this.closed = true;
@@ -185,16 +224,16 @@ export class FederationClient {
     if (this.namings.size > MAX_REMEMBERED_NAMINGS) this.namings.delete(this.namings.keys().next().value as string);
   }
 
-  private async withNaming(req: FederationRequest, deadline: Deadline): Promise<Answer> {
+  private async withNaming(req: FederationRequest, deadline: Deadline, stream = false): Promise<Answer> {
     const known = this.knownNaming(req.destination);
     const first = known ?? this.preferred;
     const target = await race(this.resolver.resolve(req.destination, first), deadline);
-    if (known !== undefined) return this.send(req, first, target, deadline);
+    if (known !== undefined) return this.send(req, first, target, deadline, stream);
 
     const discovered = (r: ResolvedServer) => r.via === 'well-known' || r.via === 'srv';
     if (discovered(target)) {
       this.rememberNaming(req.destination, first);
-      return this.send(req, first, target, deadline);
+      return this.send(req, first, target, deadline, stream);
     }
     // Nothing published under the first naming: records under the other one settle it before
     // anything is sent (a server delegating only by /.well-known/matrix/server is a Matrix server).
@@ -204,23 +243,23 @@ export class FederationClient {
       secondTarget = await race(this.resolver.resolve(req.destination, second), deadline).catch(() => undefined);
       if (secondTarget && discovered(secondTarget)) {
         this.rememberNaming(req.destination, second);
-        return this.send(req, second, secondTarget, deadline);
+        return this.send(req, second, secondTarget, deadline, stream);
       }
     }
-    const answer = await this.send(req, first, target, deadline);
+    const answer = await this.send(req, first, target, deadline, stream);
     if (!unrecognized(answer)) {
       this.rememberNaming(req.destination, first);
       return answer;
     }
     // The path is unknown under this root: try the other root once.
     secondTarget ??= await race(this.resolver.resolve(req.destination, second), deadline);
-    const retry = await this.send(req, second, secondTarget, deadline);
+    const retry = await this.send(req, second, secondTarget, deadline, stream);
     if (unrecognized(retry)) return answer;
     this.rememberNaming(req.destination, second);
     return retry;
   }
 
-  private async send(req: FederationRequest, naming: Naming, target: ResolvedServer, deadline: Deadline): Promise<Answer> {
+  private async send(req: FederationRequest, naming: Naming, target: ResolvedServer, deadline: Deadline, stream = false): Promise<Answer> {
     const uri = `${ROOT[naming]}${req.path}${encodeQuery(req.query)}`;
     const authorization = await this.options.authorize({
       scheme: SCHEME[naming],
@@ -258,6 +297,9 @@ export class FederationClient {
         if (deadline.signal.aborted) pending.then((late) => late.body.destroy(), () => undefined);
         throw err;
       });
+      if (stream && res.statusCode >= 200 && res.statusCode < 300) {
+        return { status: res.statusCode, text: '', json: undefined, stream: { headers: res.headers, body: res.body } };
+      }
       const length = Number(res.headers['content-length']);
       const text = length > limit ? undefined : await readLimited(res.body, limit);
       if (text === undefined) {

@@ -3,7 +3,8 @@
 // in files (files.ts), thumbnails made with sharp (thumbnailer.ts): the configured sizes of an
 // uploaded image are made after the upload answers, any other size on request (when
 // `dynamic_thumbnails`), each kept once made. Quarantined media is never served.
-// Other servers' media is not fetched yet: asking for it is 404.
+// Other servers' media is fetched from its origin once (through `remote`, the federation media
+// API) and kept under remote_content, with the same size limit; thumbnails of it are made here.
 
 import type { Kysely } from 'kysely';
 import { rm } from 'node:fs/promises';
@@ -50,7 +51,15 @@ export interface MediaServiceOptions {
   readonly maxThumbnailGenerators: number;
   readonly thumbnailSizes: readonly { readonly width: number; readonly height: number; readonly method: ThumbnailMethod }[];
   readonly log: { warn(message: string, details?: object): void };
+  /** Other servers' media; without it (federation off), asking for it is 404. */
+  readonly remote?: RemoteMediaSource;
   readonly now?: () => number;
+}
+
+/** Fetches a piece of media from its origin server. */
+export interface RemoteMediaSource {
+  /** The file, streamed; 404 M_NOT_FOUND when the origin has none, 502 when it cannot be had. */
+  fetch(origin: string, mediaId: string, timeoutMs: number): Promise<{ readonly contentType?: string; readonly fileName?: string; readonly body: Readable }>;
 }
 
 export interface UploadInfo {
@@ -74,6 +83,8 @@ export class MediaService {
   private readonly now: () => number;
   /** Thumbnails being made, by file: requests for the same one share the work. */
   private readonly making = new Map<string, Promise<ThumbnailRow>>();
+  /** Other servers' media being fetched: requests for the same one share the fetch. */
+  private readonly fetching = new Map<string, Promise<MediaRow>>();
   /** Background work (configured thumbnails after an upload), awaited by close(). */
   private readonly background = new Set<Promise<void>>();
 
@@ -174,7 +185,7 @@ export class MediaService {
    */
   async download(serverName: string, mediaId: string, waitMs = DEFAULT_WAIT_MS): Promise<MediaFile> {
     const row = await this.uploaded(serverName, mediaId, waitMs);
-    const path = this.files.contentPath(serverName, mediaId, true);
+    const path = this.files.contentPath(serverName, mediaId, this.isLocal(serverName));
     return { path, size: row.size!, contentType: row.content_type ?? 'application/octet-stream', uploadName: row.upload_name };
   }
 
@@ -189,7 +200,7 @@ export class MediaService {
     );
     const made = kept ?? (await this.makeThumbnail(row, target));
     return {
-      path: this.files.thumbnailPath(serverName, mediaId, true, thumbnailName(made)),
+      path: this.files.thumbnailPath(serverName, mediaId, this.isLocal(serverName), thumbnailName(made)),
       size: made.size,
       contentType: made.content_type,
       uploadName: null,
@@ -289,9 +300,13 @@ export class MediaService {
     return selectMedia(this.options.db, serverName, mediaId);
   }
 
-  /** The media's row once uploaded. */
+  private isLocal(serverName: string): boolean {
+    return serverName === this.options.serverName;
+  }
+
+  /** The media's row once uploaded (fetched first, for another server's). */
   private async uploaded(serverName: string, mediaId: string, waitMs: number): Promise<MediaRow> {
-    if (serverName !== this.options.serverName) throw HearthError.notFound('Media of other servers is not available here');
+    if (!this.isLocal(serverName)) return this.fetched(serverName, mediaId, waitMs);
     const deadline = this.now() + Math.min(Math.max(waitMs, 0), MAX_WAIT_MS);
     for (;;) {
       const row = await this.row(serverName, mediaId);
@@ -301,6 +316,62 @@ export class MediaService {
       if (this.now() >= deadline) throw new HearthError(504, 'M_NOT_YET_UPLOADED', 'The media has not been uploaded yet');
       await new Promise((r) => setTimeout(r, Math.min(WAIT_STEP_MS, Math.max(1, deadline - this.now()))));
     }
+  }
+
+  /** Another server's media as kept here, fetched from its origin the first time. */
+  private async fetched(origin: string, mediaId: string, waitMs: number): Promise<MediaRow> {
+    if (!isValidMediaId(mediaId) || !/^[A-Za-z0-9.:[\]-]{1,255}$/.test(origin)) throw HearthError.notFound('Media not found');
+    const kept = await selectMedia(this.options.db, origin, mediaId);
+    if (kept !== undefined) {
+      if (kept.quarantined_by !== null || kept.size === null) throw HearthError.notFound('Media not found');
+      return kept;
+    }
+    const remote = this.options.remote;
+    if (remote === undefined) throw HearthError.notFound('Media of other servers is not available here');
+    const key = `${origin}/${mediaId}`;
+    let pending = this.fetching.get(key);
+    if (pending === undefined) {
+      pending = this.fetch(remote, origin, mediaId, waitMs).finally(() => this.fetching.delete(key));
+      this.fetching.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async fetch(remote: RemoteMediaSource, origin: string, mediaId: string, waitMs: number): Promise<MediaRow> {
+    // The origin may itself wait for an upload; it is given that long and a little more.
+    const got = await remote.fetch(origin, mediaId, Math.min(Math.max(waitMs, 0), MAX_WAIT_MS) + 10_000);
+    let written;
+    try {
+      written = await this.files.write(got.body, this.options.maxUploadBytes);
+    } catch (err) {
+      if (err instanceof HearthError && err.status === 413) throw new HearthError(502, 'M_TOO_LARGE', `The media at ${origin} is larger than this server accepts`);
+      throw new HearthError(502, 'M_UNKNOWN', `The media could not be fetched from ${origin}`);
+    }
+    const now = this.now();
+    const row: MediaRow = {
+      origin,
+      media_id: mediaId,
+      user_id: null,
+      content_type: got.contentType ?? 'application/octet-stream',
+      upload_name: got.fileName ?? null,
+      size: written.size,
+      sha256: written.sha256,
+      created_ts: now,
+      uploaded_ts: now,
+      unused_expires_ts: null,
+      quarantined_by: null,
+    };
+    try {
+      await this.files.commit(written.tempPath, this.files.contentPath(origin, mediaId, false));
+      await insertMedia(this.options.db, row);
+    } catch (err) {
+      await this.files.discard(written.tempPath);
+      // Fetched meanwhile by another process sharing the database: theirs stands.
+      const other = await selectMedia(this.options.db, origin, mediaId);
+      if (other !== undefined && other.size !== null) return other;
+      throw err;
+    }
+    return row;
   }
 
   /** Of the configured sizes with the method asked, the smallest at least as large as asked, else the largest. */
@@ -323,7 +394,8 @@ export class MediaService {
   }
 
   private async render(row: MediaRow, req: ThumbnailRequest): Promise<ThumbnailRow> {
-    const input = this.files.contentPath(row.origin, row.media_id, true);
+    const local = this.isLocal(row.origin);
+    const input = this.files.contentPath(row.origin, row.media_id, local);
     const made = await this.thumbnailer.make(input, row.content_type ?? '', req);
     const thumb: ThumbnailRow = {
       origin: row.origin,
@@ -335,7 +407,7 @@ export class MediaService {
       content_type: made.contentType,
       size: made.data.length,
     };
-    await this.files.writeBytes(this.files.thumbnailPath(row.origin, row.media_id, true, thumbnailName(thumb)), made.data);
+    await this.files.writeBytes(this.files.thumbnailPath(row.origin, row.media_id, local, thumbnailName(thumb)), made.data);
     await insertThumbnail(this.options.db, thumb);
     return thumb;
   }

@@ -4,15 +4,8 @@
 
 import { createReadStream } from 'node:fs';
 import type { HttpRequest, HttpResponse } from '../../http/route.js';
+import { contentDisposition } from '../../media/disposition.js';
 import type { MediaFile } from '../../media/service.js';
-
-/** Types a browser may show in place (as Synapse's list); anything else is offered as a download. */
-const INLINE_TYPES = new Set([
-  'text/css', 'text/plain', 'text/csv', 'application/json', 'application/ld+json',
-  'image/jpeg', 'image/gif', 'image/png', 'image/apng', 'image/webp', 'image/avif',
-  'video/mp4', 'video/webm', 'video/ogg', 'video/quicktime',
-  'audio/mp4', 'audio/webm', 'audio/aac', 'audio/mpeg', 'audio/ogg', 'audio/wave', 'audio/wav', 'audio/x-wav', 'audio/x-pn-wav', 'audio/flac', 'audio/x-flac',
-]);
 
 const CSP = "sandbox; default-src 'none'; script-src 'none'; plugin-types application/pdf; style-src 'unsafe-inline'; media-src 'self'; object-src 'self';";
 
@@ -21,8 +14,7 @@ export function serveFile(req: HttpRequest, file: MediaFile, fileName: string | 
   const baseType = file.contentType.split(';')[0]!.trim().toLowerCase();
   // Text is served as UTF-8 unless it says otherwise, so that a browser never guesses.
   const contentType = baseType.startsWith('text/') && !/charset=/i.test(file.contentType) ? `${file.contentType}; charset=utf-8` : file.contentType;
-  const name = fileName ?? file.uploadName ?? undefined;
-  const disposition = `${INLINE_TYPES.has(baseType) ? 'inline' : 'attachment'}${name ? `; filename*=utf-8''${encodeURIComponent(name)}` : ''}`;
+  const disposition = contentDisposition(file.contentType, fileName ?? file.uploadName ?? undefined);
   const headers: Record<string, string> = {
     'content-type': contentType,
     'content-disposition': disposition,
