@@ -181,17 +181,18 @@ export class MediaService {
 
   /**
    * The file of `mxc://serverName/mediaId`, waiting up to `waitMs` for an upload not yet made (504
-   * M_NOT_YET_UPLOADED after); 404 when unknown or quarantined.
+   * M_NOT_YET_UPLOADED after); 404 when unknown or quarantined, or for another server's media not
+   * kept here when `allowRemote` is false; 502 when its origin cannot give it.
    */
-  async download(serverName: string, mediaId: string, waitMs = DEFAULT_WAIT_MS): Promise<MediaFile> {
-    const row = await this.uploaded(serverName, mediaId, waitMs);
+  async download(serverName: string, mediaId: string, waitMs = DEFAULT_WAIT_MS, allowRemote = true): Promise<MediaFile> {
+    const row = await this.uploaded(serverName, mediaId, waitMs, allowRemote);
     const path = this.files.contentPath(serverName, mediaId, this.isLocal(serverName));
     return { path, size: row.size!, contentType: row.content_type ?? 'application/octet-stream', uploadName: row.upload_name };
   }
 
   /** A thumbnail of the media, as close to the request as the rules allow. */
-  async thumbnail(serverName: string, mediaId: string, req: ThumbnailRequest, waitMs = DEFAULT_WAIT_MS): Promise<MediaFile> {
-    const row = await this.uploaded(serverName, mediaId, waitMs);
+  async thumbnail(serverName: string, mediaId: string, req: ThumbnailRequest, waitMs = DEFAULT_WAIT_MS, allowRemote = true): Promise<MediaFile> {
+    const row = await this.uploaded(serverName, mediaId, waitMs, allowRemote);
     const contentType = row.content_type ?? 'application/octet-stream';
     if (!THUMBNAILABLE.has(contentType)) throw new HearthError(400, 'M_UNKNOWN', `Cannot make a thumbnail of ${contentType}`);
     const target = this.options.dynamicThumbnails ? req : { ...req, ...this.closestConfigured(req) };
@@ -305,8 +306,8 @@ export class MediaService {
   }
 
   /** The media's row once uploaded (fetched first, for another server's). */
-  private async uploaded(serverName: string, mediaId: string, waitMs: number): Promise<MediaRow> {
-    if (!this.isLocal(serverName)) return this.fetched(serverName, mediaId, waitMs);
+  private async uploaded(serverName: string, mediaId: string, waitMs: number, allowRemote = true): Promise<MediaRow> {
+    if (!this.isLocal(serverName)) return this.fetched(serverName, mediaId, waitMs, allowRemote);
     const deadline = this.now() + Math.min(Math.max(waitMs, 0), MAX_WAIT_MS);
     for (;;) {
       const row = await this.row(serverName, mediaId);
@@ -319,7 +320,7 @@ export class MediaService {
   }
 
   /** Another server's media as kept here, fetched from its origin the first time. */
-  private async fetched(origin: string, mediaId: string, waitMs: number): Promise<MediaRow> {
+  private async fetched(origin: string, mediaId: string, waitMs: number, allowRemote: boolean): Promise<MediaRow> {
     if (!isValidMediaId(mediaId) || !/^[A-Za-z0-9.:[\]-]{1,255}$/.test(origin)) throw HearthError.notFound('Media not found');
     const kept = await selectMedia(this.options.db, origin, mediaId);
     if (kept !== undefined) {
@@ -327,7 +328,7 @@ export class MediaService {
       return kept;
     }
     const remote = this.options.remote;
-    if (remote === undefined) throw HearthError.notFound('Media of other servers is not available here');
+    if (remote === undefined || !allowRemote) throw HearthError.notFound('Media not found');
     const key = `${origin}/${mediaId}`;
     let pending = this.fetching.get(key);
     if (pending === undefined) {

@@ -231,8 +231,11 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
     });
 
-    test('unknown media, other servers and bad ids are 404; uploads need a token', async () => {
-      for (const path of ['/_matrix/media/v3/download/localhost/NoSuchMedia', '/_matrix/media/v3/download/other.test/abc', '/_matrix/media/v3/download/localhost/bad%24id']) {
+    test('unknown media and bad ids are 404, a server that cannot be reached 502; uploads need a token', async () => {
+      const unreachable = await fetch(`${hs.baseUrl}/_matrix/media/v3/download/other.invalid/abc`);
+      assert.equal(unreachable.status, 502);
+      assert.equal(((await unreachable.json()) as { errcode: string }).errcode, 'M_UNKNOWN');
+      for (const path of ['/_matrix/media/v3/download/localhost/NoSuchMedia', '/_matrix/media/v3/download/other.invalid/abc?allow_remote=false', '/_matrix/media/v3/download/localhost/bad%24id']) {
         const res = await fetch(`${hs.baseUrl}${path}`);
         assert.equal(res.status, 404, path);
         assert.equal(((await res.json()) as { errcode: string }).errcode, 'M_NOT_FOUND', path);

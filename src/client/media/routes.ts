@@ -42,6 +42,13 @@ function waitOf(req: HttpRequest): number {
   return Math.min(Number(v), MAX_WAIT_MS);
 }
 
+/** `allow_remote=false`: another server's media only if kept here already (servers ask so of each other, to avoid loops). */
+function allowRemote(req: HttpRequest): boolean {
+  const v = single(req, 'allow_remote');
+  if (v !== undefined && v !== 'true' && v !== 'false') throw HearthError.invalidParam('allow_remote must be true or false');
+  return v !== 'false';
+}
+
 function dimension(req: HttpRequest, name: 'width' | 'height'): number {
   const v = single(req, name);
   if (v === undefined) throw new HearthError(400, 'M_MISSING_PARAM', `Missing ${name} parameter`);
@@ -52,7 +59,7 @@ function dimension(req: HttpRequest, name: 'width' | 'height'): number {
 export function mediaRoutes(deps: { media: MediaService }): RouteDef[] {
   const { media } = deps;
   const download: RouteDef['handler'] = async (req) => {
-    const file = await media.download(req.params['serverName'] ?? '', req.params['mediaId'] ?? '', waitOf(req));
+    const file = await media.download(req.params['serverName'] ?? '', req.params['mediaId'] ?? '', waitOf(req), allowRemote(req));
     return serveFile(req, file, req.params['fileName']);
   };
   const thumbnail: RouteDef['handler'] = async (req) => {
@@ -65,6 +72,7 @@ export function mediaRoutes(deps: { media: MediaService }): RouteDef[] {
       req.params['mediaId'] ?? '',
       { width: dimension(req, 'width'), height: dimension(req, 'height'), method: method as ThumbnailMethod, animated: animated === 'true' },
       waitOf(req),
+      allowRemote(req),
     );
     return serveFile(req, file, undefined);
   };
