@@ -12,7 +12,7 @@ import { deleteAllDevices, deleteDevices } from '../storage/accounts/devices.js'
 import { deleteUserUiaSessions } from '../storage/accounts/uia-sessions.js';
 import { markUserErased } from '../storage/accounts/erased-users.js';
 import { updateProfile } from '../storage/user-data/profiles.js';
-import { countUsers, findUser, markDeactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
+import { countUsers, findUser, markDeactivated, markReactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
 import { AccessTokenAuthenticator } from './authenticator.js';
 import { Devices, type DeviceChangedHook, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
 import { findLocalUser, identifiedUser } from './identifiers.js';
@@ -346,6 +346,16 @@ export class AccountService {
 
   // --- Administration -----------------------------------------------------------------------
 
+  /** Renames a device of the user (the admin API); false when the user has no such device. */
+  renameDeviceOf(userId: string, deviceId: string, displayName: string | null): Promise<boolean> {
+    return this.devices.rename(userId, deviceId, displayName);
+  }
+
+  /** Deletes devices of the user without user-interactive auth (the admin API). */
+  async deleteDevicesOf(userId: string, deviceIds: readonly string[]): Promise<void> {
+    await this.devices.delete(userId, deviceIds);
+  }
+
   /** Creates an account without user-interactive auth (CLI, admin API); no login. */
   async registerUser(spec: { localpart: string; password: string | null; admin: boolean; displayname?: string }): Promise<string> {
     const localpart = spec.localpart.toLowerCase();
@@ -390,6 +400,31 @@ export class AccountService {
 
   listRegistrationTokens(): Promise<RegistrationToken[]> {
     return this.registrationTokens.list();
+  }
+
+  getRegistrationToken(token: string): Promise<RegistrationToken | undefined> {
+    return this.registrationTokens.get(token);
+  }
+
+  updateRegistrationToken(token: string, change: { usesAllowed?: number | null; expiryTime?: number | null }): Promise<RegistrationToken | undefined> {
+    return this.registrationTokens.update(token, change);
+  }
+
+  /** Reactivates a deactivated account with a new password; false when it was not deactivated. */
+  async reactivateUser(userId: string, password: string): Promise<boolean> {
+    checkNewPassword(password);
+    const reactivated = await markReactivated(this.db, userId, await hashPassword(password, this.deps.bcryptCost));
+    this.tokens.invalidateUser(userId);
+    return reactivated;
+  }
+
+  /**
+   * A token for the user on a new device, for a server admin acting as them (the admin API's
+   * login); it stops working at `validUntilTs` when given.
+   */
+  async loginAs(userId: string, validUntilTs: number | null): Promise<string> {
+    const session = await this.devices.startSession(userId, { displayName: 'Admin login' }, validUntilTs);
+    return session.accessToken;
   }
 
   deleteRegistrationToken(token: string): Promise<boolean> {
