@@ -10,7 +10,6 @@ import type { JsonObject } from '../protocol/json.js';
 import type { Schema } from '../storage/schema.js';
 import { findUser } from '../storage/accounts/users.js';
 import {
-  deleteUserIdentifiers,
   externalIdOwner,
   listUsersPage,
   replaceExternalIds,
@@ -156,6 +155,7 @@ export class AdminUserService {
     if (existing === undefined) {
       if (spec.deactivated === true) throw HearthError.invalidParam('Cannot create a deactivated user');
       const localpart = userId.slice(1, userId.lastIndexOf(':'));
+      if (localpart !== localpart.toLowerCase()) throw new HearthError(400, 'M_INVALID_USERNAME', 'User ID may not contain upper-case letters');
       await this.deps.accounts.registerUser({
         localpart,
         password: spec.password ?? null,
@@ -195,10 +195,8 @@ export class AdminUserService {
     return { id_server_unbind_result: 'success' };
   }
 
-  private async deactivate(userId: string, erase: boolean): Promise<void> {
-    await this.deps.accounts.deactivateUser(userId, { erase });
-    // No identifier of a deactivated account may be used to recover it.
-    await deleteUserIdentifiers(this.deps.db, userId);
+  private deactivate(userId: string, erase: boolean): Promise<void> {
+    return this.deps.accounts.deactivateUser(userId, { erase });
   }
 
   /** POST /v1/reset_password/{userId}. */

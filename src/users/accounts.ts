@@ -11,6 +11,7 @@ import { deleteAccessToken, deleteUserTokensExcept } from '../storage/accounts/a
 import { deleteAllDevices, deleteDevices } from '../storage/accounts/devices.js';
 import { deleteUserUiaSessions } from '../storage/accounts/uia-sessions.js';
 import { markUserErased } from '../storage/accounts/erased-users.js';
+import { deleteUserIdentifiers } from '../storage/accounts/admin-users.js';
 import { updateProfile } from '../storage/user-data/profiles.js';
 import { countUsers, findUser, markDeactivated, markReactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
 import { AccessTokenAuthenticator } from './authenticator.js';
@@ -288,6 +289,8 @@ export class AccountService {
       if (!(await findUser(trx, userId))) throw HearthError.notFound('Unknown user');
       await markDeactivated(trx, userId);
       await deleteUserUiaSessions(trx, userId);
+      // No identifier of a deactivated account may be used to recover it.
+      await deleteUserIdentifiers(trx, userId);
       if (options.erase === true) {
         await markUserErased(trx, userId, this.now());
         await updateProfile(trx, userId, { displayname: null, avatarUrl: null });

@@ -153,6 +153,7 @@ for (const { backend, skip } of await serverBackends()) {
         assert.deepEqual(err(await call('PUT', `/v2/users/${dave}`, body)), [400, 'M_INVALID_PARAM'], JSON.stringify(body));
       }
       assert.deepEqual(err(await call('PUT', `/v2/users/${enc('@dave:elsewhere')}`, {})), [400, 'M_INVALID_PARAM']);
+      assert.deepEqual(err(await call('PUT', `/v2/users/${enc('@Dave:localhost')}`, { password: 'pw' })), [400, 'M_INVALID_USERNAME']);
       assert.equal((await call('GET', `/v2/users/${dave}`)).status, 404);
       assert.deepEqual(err(await call('PUT', `/v2/users/${enc(admin.userId)}`, { admin: false })), [400, 'M_UNKNOWN']);
       // A third-party identifier belongs to one user.
