@@ -96,7 +96,7 @@ export class AdminUserService {
       last_seen_ts: null,
       locked: false,
     }));
-    return { users, total, ...(q.from + rows.length < total ? { next_token: String(q.from + rows.length) } : {}) };
+    return { users, total, ...(rows.length > 0 && q.from + rows.length < total ? { next_token: String(q.from + rows.length) } : {}) };
   }
 
   /** The reference server's user object; 404 for an unknown user. */
