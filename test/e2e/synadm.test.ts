@@ -1,6 +1,6 @@
-// Debian's synadm (the Synapse admin CLI) against a real server: its user commands and `version`
-// go through /_synapse/admin, read with `-o json` (and `--batch`, which answers its prompts), and
-// the server's state is checked over HTTP.
+// Debian's synadm (the Synapse admin CLI) against a real server: its user and regtok commands and
+// `version` go through /_synapse/admin, read with `-o json` (and `--batch`, which answers its
+// prompts), and the server's state is checked over HTTP.
 //
 // Needs `synadm` on the PATH. Without it the suite is skipped, except when CI is set: there it
 // fails, so that CI cannot pass without having run it.
@@ -126,6 +126,26 @@ for (const { backend, skip } of await serverBackends()) {
       const out = lastJson(await run('-o', 'json', 'user', 'whois', admin.userId));
       assert.equal(out.user_id, admin.userId);
       assert.ok(admin.deviceId in out.devices);
+    });
+
+    test('user login gives a token for the user', async () => {
+      const out = lastJson(await run('-o', 'json', 'user', 'login', alice.userId));
+      const who = await request(hs.baseUrl, 'GET', '/_matrix/client/v3/account/whoami', undefined, { token: out.access_token });
+      assert.equal(who.body.user_id, alice.userId);
+    });
+
+    test('regtok new, list, details, update and delete', async () => {
+      const made = lastJson(await run('-o', 'json', 'regtok', 'new', '-n', 'invite-1', '-u', '3'));
+      assert.deepEqual(made, { token: 'invite-1', uses_allowed: 3, pending: 0, completed: 0, expiry_time: null });
+      const list = lastJson(await run('-o', 'json', 'regtok', 'list', '--ts'));
+      assert.ok(list.registration_tokens.some((t: any) => t.token === 'invite-1'));
+      const updated = lastJson(await run('-o', 'json', 'regtok', 'update', 'invite-1', '-u', '5'));
+      assert.equal(updated.uses_allowed, 5);
+      const details = lastJson(await run('-o', 'json', 'regtok', 'details', 'invite-1', '--ts'));
+      assert.equal(details.uses_allowed, 5);
+      await run('-o', 'json', 'regtok', 'delete', 'invite-1');
+      const gone = await request(hs.baseUrl, 'GET', '/_synapse/admin/v1/registration_tokens/invite-1', undefined, { token: admin.accessToken });
+      assert.equal(gone.status, 404);
     });
 
     test('user deactivate', async () => {
