@@ -21,6 +21,7 @@ import { remoteDeviceLists } from './015-remote-device-lists.js';
 import { appserviceQueues } from './016-appservice-queues.js';
 import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
 import { media } from './018-media.js';
+
 import { adminUsers } from './020-admin-users.js';
 
 export interface HearthMigration {
