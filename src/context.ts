@@ -66,6 +66,12 @@ import { openIdRoutes } from './client/account/openid.js';
 import { pusherRoutes } from './client/account/pushers.js';
 import { adminMediaRoutes } from './client/admin/media.js';
 import { whoisRoutes } from './client/admin/whois.js';
+import { adminUserRoutes } from './client/admin/users.js';
+import { registrationTokenRoutes } from './client/admin/registration-tokens.js';
+import { serverVersionRoutes } from './client/admin/server.js';
+import { AdminUserService } from './admin/users.js';
+import { AdminRegistrationTokens } from './admin/registration-tokens.js';
+import { RateLimitOverrides } from './admin/rate-limit-overrides.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { mediaRoutes } from './client/media/routes.js';
@@ -214,7 +220,7 @@ export function accountService(
  * The parts, in order. To add an area, build its service from `core` (and earlier services) and
  * add one part; later parts may use the services of earlier ones.
  */
-async function buildParts(core: ServerCore, options: CreateServerOptions): Promise<{ parts: ServerPart[]; services: Services }> {
+async function buildParts(core: ServerCore, options: CreateServerOptions): Promise<{ parts: ServerPart[]; services: Services; rateLimitOverrides: RateLimitOverrides }> {
   const { config, db, serverName, notifier } = core;
   const federation = federationParts(core, options.federation);
   const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
@@ -246,6 +252,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   });
   const accountData = new AccountDataService({ db, notifier });
   const erasedUsers = await ErasedUsers.load(db);
+  const rateLimitOverrides = await RateLimitOverrides.load(db);
   const keyRing = new StaticKeyRing().add(serverName, core.signingKey.keyId, {
     publicKey: core.signingKey.publicKey,
     validUntilTs: Number.MAX_SAFE_INTEGER,
@@ -484,6 +491,14 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     { name: 'pushers', routes: pusherRoutes({ pushers: new PusherService({ db }) }) },
     { name: 'openid', routes: [...openIdRoutes({ openId }), ...openIdUserInfoRoutes({ openId })] },
     { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
+    {
+      name: 'admin-users',
+      routes: [
+        ...serverVersionRoutes({ version: packageVersion() }),
+        ...adminUserRoutes({ users: new AdminUserService({ db, serverName, accounts, profiles, joinedRooms: (userId) => roomService.joinedRooms(userId), rateLimits: rateLimitOverrides }) }),
+        ...registrationTokenRoutes({ tokens: new AdminRegistrationTokens({ accounts }) }),
+      ],
+    },
     // Served with federation off too: it tells an operator what turning it on would meet.
     {
       name: 'federation-check',
@@ -556,6 +571,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
   }
   return {
     parts,
+    rateLimitOverrides,
     services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender },
   };
 }
@@ -728,6 +744,10 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
                 exemptUserIds: limits.exempt_user_ids,
                 serverName: core.serverName,
                 appserviceRateLimited: (id) => appServices.byId(id)?.rate_limited ?? true,
+                userOverride: (userId) => {
+                  const o = built.rateLimitOverrides.get(userId);
+                  return o === undefined ? undefined : { per_second: o.messagesPerSecond, burst_count: o.burstCount };
+                },
               }),
             }
           : {}),

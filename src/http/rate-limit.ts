@@ -54,6 +54,11 @@ export interface RateLimiterOptions {
   readonly serverName?: string;
   /** Whether an appservice's users are limited (its registration's `rate_limited`); default yes. */
   readonly appserviceRateLimited?: (appserviceId: string) => boolean;
+  /**
+   * A user's own limits in place of the configured ones for the per-user limits (the admin API's
+   * override_ratelimit); 0 per second with a burst of 0 exempts the user.
+   */
+  readonly userOverride?: (userId: string) => BucketSettings | undefined;
   readonly now?: () => number;
 }
 
@@ -94,8 +99,13 @@ export class Buckets {
     this.burst = settings.burst_count;
   }
 
-  /** Counts one action for `key`: 0 when allowed, else the milliseconds until one would be. */
-  take(key: string): number {
+  /**
+   * Counts one action for `key`: 0 when allowed, else the milliseconds until one would be.
+   * `settings` replaces the limit's own for this key (a user's override).
+   */
+  take(key: string, settings?: BucketSettings): number {
+    const perMs = settings === undefined ? this.perMs : settings.per_second / 1000;
+    const burst = settings === undefined ? this.burst : settings.burst_count;
     const now = this.now();
     let level = this.levels.get(key);
     if (level === undefined) {
@@ -103,9 +113,9 @@ export class Buckets {
       level = { count: 0, at: now };
       this.levels.set(key, level);
     }
-    const count = Math.max(0, level.count - (now - level.at) * this.perMs);
+    const count = Math.max(0, level.count - (now - level.at) * perMs);
     // The epsilon keeps float error (0.6 / 0.002 = 300.00000000000006) from adding a millisecond.
-    if (count + 1 > this.burst) return Math.max(1, Math.ceil((count + 1 - this.burst) / this.perMs - 1e-6));
+    if (count + 1 > burst) return perMs > 0 ? Math.max(1, Math.ceil((count + 1 - burst) / perMs - 1e-6)) : 60_000;
     level.count = count + 1;
     level.at = now;
     return 0;
@@ -149,6 +159,8 @@ export interface Charge {
   readonly buckets: Buckets;
   readonly key: string;
   readonly keep: Keep;
+  /** The user's own limits, when overridden. */
+  readonly settings?: BucketSettings;
 }
 
 export interface ChargeContext {
@@ -205,8 +217,12 @@ export class RateLimiter {
       case 'message':
       case 'room_creation':
       case 'joins':
-      case 'invites':
-        return this.takeAll([{ buckets: this.perUser[limit], key: ctx.requester?.userId ?? ctx.address, keep: 'success' }]);
+      case 'invites': {
+        const override = ctx.requester === undefined ? undefined : this.options.userOverride?.(ctx.requester.userId);
+        if (override !== undefined && override.per_second === 0 && override.burst_count === 0) return NO_CHARGES;
+        const charge: Charge = { buckets: this.perUser[limit], key: ctx.requester?.userId ?? ctx.address, keep: 'success' };
+        return this.takeAll([override === undefined ? charge : { ...charge, settings: override }]);
+      }
       case 'registration':
         return this.takeAll([{ buckets: this.registration, key: ctx.address, keep: 'success' }]);
       case 'registration_token_validity':
@@ -235,8 +251,8 @@ export class RateLimiter {
 
   private takeAll(charges: readonly Charge[]): readonly Charge[] {
     for (let i = 0; i < charges.length; i++) {
-      const { buckets, key } = charges[i]!;
-      const wait = buckets.take(key);
+      const { buckets, key, settings } = charges[i]!;
+      const wait = buckets.take(key, settings);
       if (wait > 0) {
         for (let j = 0; j < i; j++) charges[j]!.buckets.giveBack(charges[j]!.key);
         throw new RateLimitError(buckets.name, wait);

@@ -11,8 +11,9 @@ import { deleteAccessToken, deleteUserTokensExcept } from '../storage/accounts/a
 import { deleteAllDevices, deleteDevices } from '../storage/accounts/devices.js';
 import { deleteUserUiaSessions } from '../storage/accounts/uia-sessions.js';
 import { markUserErased } from '../storage/accounts/erased-users.js';
+import { deleteUserIdentifiers } from '../storage/accounts/admin-users.js';
 import { updateProfile } from '../storage/user-data/profiles.js';
-import { countUsers, findUser, markDeactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
+import { countUsers, findUser, markDeactivated, markReactivated, setAdmin, setPasswordHash, type UserCountOptions, type UserRow } from '../storage/accounts/users.js';
 import { AccessTokenAuthenticator } from './authenticator.js';
 import { Devices, type DeviceChangedHook, type DeviceInfo, type DevicesDeletedHook } from './devices.js';
 import { findLocalUser, identifiedUser } from './identifiers.js';
@@ -288,6 +289,8 @@ export class AccountService {
       if (!(await findUser(trx, userId))) throw HearthError.notFound('Unknown user');
       await markDeactivated(trx, userId);
       await deleteUserUiaSessions(trx, userId);
+      // No identifier of a deactivated account may be used to recover it.
+      await deleteUserIdentifiers(trx, userId);
       if (options.erase === true) {
         await markUserErased(trx, userId, this.now());
         await updateProfile(trx, userId, { displayname: null, avatarUrl: null });
@@ -346,6 +349,16 @@ export class AccountService {
 
   // --- Administration -----------------------------------------------------------------------
 
+  /** Renames a device of the user (the admin API); false when the user has no such device. */
+  renameDeviceOf(userId: string, deviceId: string, displayName: string | null): Promise<boolean> {
+    return this.devices.rename(userId, deviceId, displayName);
+  }
+
+  /** Deletes devices of the user without user-interactive auth (the admin API). */
+  async deleteDevicesOf(userId: string, deviceIds: readonly string[]): Promise<void> {
+    await this.devices.delete(userId, deviceIds);
+  }
+
   /** Creates an account without user-interactive auth (CLI, admin API); no login. */
   async registerUser(spec: { localpart: string; password: string | null; admin: boolean; displayname?: string }): Promise<string> {
     const localpart = spec.localpart.toLowerCase();
@@ -390,6 +403,31 @@ export class AccountService {
 
   listRegistrationTokens(): Promise<RegistrationToken[]> {
     return this.registrationTokens.list();
+  }
+
+  getRegistrationToken(token: string): Promise<RegistrationToken | undefined> {
+    return this.registrationTokens.get(token);
+  }
+
+  updateRegistrationToken(token: string, change: { usesAllowed?: number | null; expiryTime?: number | null }): Promise<RegistrationToken | undefined> {
+    return this.registrationTokens.update(token, change);
+  }
+
+  /** Reactivates a deactivated account with a new password; false when it was not deactivated. */
+  async reactivateUser(userId: string, password: string): Promise<boolean> {
+    checkNewPassword(password);
+    const reactivated = await markReactivated(this.db, userId, await hashPassword(password, this.deps.bcryptCost));
+    this.tokens.invalidateUser(userId);
+    return reactivated;
+  }
+
+  /**
+   * A token for the user on a new device, for a server admin acting as them (the admin API's
+   * login); it stops working at `validUntilTs` when given.
+   */
+  async loginAs(userId: string, validUntilTs: number | null): Promise<string> {
+    const session = await this.devices.startSession(userId, { displayName: 'Admin login' }, validUntilTs);
+    return session.accessToken;
   }
 
   deleteRegistrationToken(token: string): Promise<boolean> {

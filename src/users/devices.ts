@@ -95,6 +95,7 @@ export class Devices {
   async startSession(
     userId: string,
     requested: { deviceId?: string | undefined; displayName?: string | undefined },
+    validUntilTs: number | null = null,
   ): Promise<{ deviceId: string; accessToken: string }> {
     if (requested.deviceId !== undefined) checkDeviceId(requested.deviceId);
     const displayName = requested.displayName === undefined ? null : requested.displayName.slice(0, MAX_DEVICE_DISPLAY_NAME_LENGTH);
@@ -111,7 +112,7 @@ export class Devices {
         created = false;
         revoked = (await deleteDeviceTokens(trx, userId, deviceId)) > 0;
       }
-      const accessToken = await this.deps.tokens.issue(trx, userId, deviceId);
+      const accessToken = await this.deps.tokens.issue(trx, userId, deviceId, validUntilTs);
       return { deviceId, accessToken };
     });
     if (revoked) this.deps.tokens.invalidateUser(userId);

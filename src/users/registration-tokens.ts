@@ -16,6 +16,7 @@ import {
   findRegistrationToken,
   insertRegistrationToken,
   listRegistrationTokens,
+  updateRegistrationToken,
   type RegistrationTokenRow,
 } from '../storage/accounts/registration-tokens.js';
 import { StageFailure, type StageChecker } from './uia.js';
@@ -34,6 +35,8 @@ export interface NewRegistrationToken {
   readonly expiryTime: number | null;
   /** Whether accounts registered with it become server admins. */
   readonly makesAdmin?: boolean;
+  /** Length of a generated token (default 16). */
+  readonly length?: number;
 }
 
 export interface RegistrationToken {
@@ -56,9 +59,9 @@ function toToken(row: RegistrationTokenRow): RegistrationToken {
   };
 }
 
-function generateToken(): string {
+function generateToken(length = GENERATED_LENGTH): string {
   let s = '';
-  for (let i = 0; i < GENERATED_LENGTH; i++) s += TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)];
+  for (let i = 0; i < length; i++) s += TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)];
   return s;
 }
 
@@ -83,12 +86,15 @@ export class RegistrationTokens {
     if (spec.expiryTime !== null && (!Number.isSafeInteger(spec.expiryTime) || spec.expiryTime < 0)) {
       throw HearthError.invalidParam('expiryTime must be a timestamp in milliseconds or null');
     }
+    if (spec.length !== undefined && (!Number.isSafeInteger(spec.length) || spec.length < 1 || spec.length > 64)) {
+      throw HearthError.invalidParam('length must be an integer from 1 to 64');
+    }
     if (spec.token !== undefined && !TOKEN_GRAMMAR.test(spec.token)) {
       throw HearthError.invalidParam('A registration token is 1 to 64 characters of A-Z, a-z, 0-9, ".", "_", "~" and "-"');
     }
     for (let attempt = 0; attempt < 5; attempt++) {
       const row: RegistrationTokenRow = {
-        token: spec.token ?? generateToken(),
+        token: spec.token ?? generateToken(spec.length),
         uses_allowed: spec.usesAllowed,
         completed: 0,
         expiry_time: spec.expiryTime,
@@ -108,6 +114,15 @@ export class RegistrationTokens {
 
   async list(): Promise<RegistrationToken[]> {
     return (await listRegistrationTokens(this.db)).map(toToken);
+  }
+
+  /** Changes the token's limits; undefined when there is no such token. */
+  async update(token: string, change: { usesAllowed?: number | null; expiryTime?: number | null }): Promise<RegistrationToken | undefined> {
+    const row = await updateRegistrationToken(this.db, token, {
+      ...(change.usesAllowed !== undefined ? { uses_allowed: change.usesAllowed } : {}),
+      ...(change.expiryTime !== undefined ? { expiry_time: change.expiryTime } : {}),
+    });
+    return row && toToken(row);
   }
 
   delete(token: string): Promise<boolean> {

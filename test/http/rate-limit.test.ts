@@ -113,6 +113,16 @@ describe('what each limit counts', () => {
     assert.throws(() => limiter.charge('message', ctx(limited)), RateLimitError);
   });
 
+  test("a user's override replaces the per-user limits; 0 and 0 exempts", () => {
+    const overrides: Record<string, { per_second: number; burst_count: number }> = { '@free:hs': { per_second: 0, burst_count: 0 }, '@more:hs': { per_second: 1, burst_count: 3 } };
+    const limiter = new RateLimiter({ limits: settings(1), userOverride: (userId) => overrides[userId], now: () => 0 });
+    for (let i = 0; i < 5; i++) limiter.settle(limiter.charge('message', ctx(user('free'))), 200);
+    for (let i = 0; i < 3; i++) limiter.settle(limiter.charge('joins', ctx(user('more'))), 200);
+    assert.throws(() => limiter.charge('joins', ctx(user('more'))), RateLimitError);
+    limiter.settle(limiter.charge('message', ctx(user('other'))), 200);
+    assert.throws(() => limiter.charge('message', ctx(user('other'))), RateLimitError);
+  });
+
   test('registration counts completed registrations per address, not the steps before', () => {
     const limiter = new RateLimiter({ limits: settings(2), now: () => 0 });
     for (let i = 0; i < 5; i++) limiter.settle(limiter.charge('registration', ctx(undefined)), 401);

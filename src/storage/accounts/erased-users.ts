@@ -15,3 +15,8 @@ export async function markUserErased(db: Kysely<Schema>, userId: string, now: nu
 export async function erasedUserIds(db: Kysely<Schema>): Promise<string[]> {
   return (await db.selectFrom('erased_users').select('user_id').execute()).map((r) => r.user_id);
 }
+
+export async function isErased(db: Kysely<Schema>, userId: string): Promise<boolean> {
+  const row = await db.selectFrom('erased_users').select('user_id').where('user_id', '=', userId).executeTakeFirst();
+  return row !== undefined;
+}

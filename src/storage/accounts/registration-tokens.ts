@@ -83,3 +83,14 @@ function normalize(row: RegistrationTokenRow): RegistrationTokenRow {
     created_ts: Number(row.created_ts),
   };
 }
+
+/** Changes a token's limits; the row after the change, or undefined when there is no such token. */
+export async function updateRegistrationToken(
+  db: Kysely<Schema>,
+  token: string,
+  change: { uses_allowed?: number | null; expiry_time?: number | null },
+): Promise<RegistrationTokenRow | undefined> {
+  if (change.uses_allowed === undefined && change.expiry_time === undefined) return findRegistrationToken(db, token);
+  const row = await db.updateTable('registration_tokens').set(change).where('token', '=', token).returningAll().executeTakeFirst();
+  return row && normalize(row);
+}

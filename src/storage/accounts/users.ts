@@ -72,6 +72,17 @@ export async function markDeactivated(db: Kysely<Schema>, userId: string): Promi
   return Number(res.numUpdatedRows) > 0;
 }
 
+/** Reactivates a deactivated user with this password hash; false when not deactivated or unknown. */
+export async function markReactivated(db: Kysely<Schema>, userId: string, passwordHash: string): Promise<boolean> {
+  const res = await db
+    .updateTable('users')
+    .set({ deactivated: 0, password_hash: passwordHash })
+    .where('user_id', '=', userId)
+    .where('deactivated', '=', 1)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
 export interface UserCountOptions {
   readonly includeGuests?: boolean;
   readonly includeDeactivated?: boolean;

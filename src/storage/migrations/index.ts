@@ -22,12 +22,14 @@ import { appserviceQueues } from './016-appservice-queues.js';
 import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
 import { media } from './018-media.js';
 
+import { adminUsers } from './020-admin-users.js';
+
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, adminUsers];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 
