@@ -88,6 +88,11 @@ export class RoomReader {
     return this.cached.usage;
   }
 
+  /** Event cache lookups so far that found the event, and that did not. */
+  get cacheLookups(): { hits: number; misses: number } {
+    return { hits: this.cached.hits, misses: this.cached.misses };
+  }
+
   // ---- rooms ----
 
   /** The room's fixed facts, or undefined for a room this server does not have. */
