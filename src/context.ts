@@ -558,6 +558,7 @@ async function buildParts(core: ServerCore, options: CreateServerOptions, metric
     metrics.watch({
       syncWaiting: () => notifier.waiting,
       rooms: () => roomService.stats,
+      caches: () => ({ ...roomService.stats.caches, access_tokens: accounts.tokenCacheLookups }),
       ...(sender !== undefined && outbox !== undefined ? { federation: () => ({ pdu: sender.stats(), edu: outbox.stats() }) } : {}),
       appServices: () => pusher.stats(),
       ...(core.database.poolStats !== undefined ? { databasePool: core.database.poolStats } : {}),

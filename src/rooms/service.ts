@@ -86,7 +86,8 @@ export interface RoomStats {
   readonly writerQueue: number;
   /** Events committed by this process since it started, by status. */
   readonly persisted: Readonly<Record<string, number>>;
-  readonly eventCache: { readonly hits: number; readonly misses: number };
+  /** Lookups that found what they asked for in memory, and that did not, by cache. */
+  readonly caches: Readonly<Record<string, { readonly hits: number; readonly misses: number }>>;
 }
 export type { IgnoredUsersOf } from './query/messages.js';
 export type { MembershipTemplate, RemoteMembership, SendJoinResponse, SendKnockResponse } from './perform/remote-membership.js';
@@ -173,7 +174,7 @@ export class RoomService {
       queuedTasks: queue.pendingTasks,
       writerQueue: this.core.writerQueue,
       persisted: this.core.persisted,
-      eventCache: reader.cacheLookups,
+      caches: reader.cacheLookups,
     };
   }
 

@@ -13,8 +13,9 @@ export interface MetricsSources {
     readonly queuedTasks: number;
     readonly writerQueue: number;
     readonly persisted: Readonly<Record<string, number>>;
-    readonly eventCache: { readonly hits: number; readonly misses: number };
   };
+  /** Lookups that found what they asked for in memory, and that did not, by cache. */
+  readonly caches: () => Readonly<Record<string, { readonly hits: number; readonly misses: number }>>;
   /** Undefined when federation is disabled. */
   readonly federation?: () => {
     readonly pdu: FederationQueueStats;
@@ -52,7 +53,7 @@ export class ServerMetrics {
   private sources: MetricsSources | undefined;
   private readonly requests: Counter<'api' | 'route' | 'method' | 'status'>;
   private readonly latency: Histogram<'api' | 'route' | 'method'>;
-  /** Label children by route, then method and status: looked up once, not hashed per request. */
+  /** Label children by route, then method and status, made once per series rather than per request. */
   private readonly series = new Map<RouteTemplate | undefined, Map<string, RequestSeries>>();
   private readonly queryLatency: Histogram.Internal<string>;
   private readonly queryFailures: Counter.Internal;
@@ -116,8 +117,8 @@ export class ServerMetrics {
     counted('hearth_events_persisted_total', 'Events committed by this process, by status.', ['status'], (s) =>
       Object.entries(s.rooms().persisted).map(([status, n]) => [{ status }, n]),
     );
-    counted('hearth_cache_hits_total', 'Cache lookups that found the entry.', ['cache'], (s) => [[{ cache: 'events' }, s.rooms().eventCache.hits]]);
-    counted('hearth_cache_misses_total', 'Cache lookups that did not.', ['cache'], (s) => [[{ cache: 'events' }, s.rooms().eventCache.misses]]);
+    counted('hearth_cache_hits_total', 'Cache lookups that found the entry.', ['cache'], (s) => Object.entries(s.caches()).map(([cache, c]) => [{ cache }, c.hits]));
+    counted('hearth_cache_misses_total', 'Cache lookups that did not.', ['cache'], (s) => Object.entries(s.caches()).map(([cache, c]) => [{ cache }, c.misses]));
     new Gauge({
       name: 'hearth_federation_pending_destinations',
       help: 'Destinations with PDUs or EDUs not yet delivered.',

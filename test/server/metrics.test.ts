@@ -153,10 +153,15 @@ for (const { backend, skip } of await serverBackends()) {
       const before = sample(await scrape(hs), 'hearth_http_requests_total', labels);
       for (let i = 0; i < 3; i++) await call(hs, alice, 'GET', '/account/whoami');
       await fetch(`${hs.baseUrl}/no/such/path/${Date.now()}`);
+      // Uploads are mounted apart (their bodies are streamed); they are counted all the same.
+      const upload = await fetch(`${hs.baseUrl}/_matrix/media/v3/upload`, { method: 'POST', headers: { ...hs.auth(alice), 'content-type': 'text/plain' }, body: 'hello' });
+      assert.equal(upload.status, 200);
       const text = await scrape(hs);
       assert.equal(sample(text, 'hearth_http_requests_total', labels), before + 3);
       assert.ok(sample(text, 'hearth_http_requests_total', 'api="unmatched",route="unmatched",method="GET",status="404"') >= 1);
       assert.ok(sample(text, 'hearth_http_request_duration_seconds_count', 'api="client",route="/account/whoami",method="GET"') >= 3);
+      assert.ok(sample(text, 'hearth_http_requests_total', 'api="media",route="/upload",method="POST",status="200"') >= 1);
+      assert.ok(sample(text, 'hearth_cache_hits_total', 'cache="access_tokens"') >= 3);
       assert.doesNotMatch(text, /route="\/_matrix/);
     });
 
