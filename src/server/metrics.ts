@@ -97,9 +97,6 @@ export class ServerMetrics {
     gauge('hearth_room_queue_busy_rooms', "Rooms whose ordered queue has tasks running or waiting.", (s) => s.rooms().busyRooms);
     gauge('hearth_room_queue_tasks', "Tasks running or waiting in the rooms' ordered queues.", (s) => s.rooms().queuedTasks);
     gauge('hearth_event_writer_queue', "Write jobs waiting for the event writer's next transaction.", (s) => s.rooms().writerQueue);
-    gauge('hearth_db_pool_connections', 'PostgreSQL pool connections open.', (s) => s.databasePool?.().total);
-    gauge('hearth_db_pool_idle', 'PostgreSQL pool connections idle.', (s) => s.databasePool?.().idle);
-    gauge('hearth_db_pool_waiting', 'Queries waiting for a PostgreSQL pool connection.', (s) => s.databasePool?.().waiting);
 
     // Counts kept as plain numbers by the services, published as counters when scraped.
     const counted = <L extends string>(name: string, help: string, labelNames: readonly L[], read: (s: MetricsSources) => Iterable<[Record<L, string>, number]>) =>
@@ -154,6 +151,22 @@ export class ServerMetrics {
   /** Where the scrape-time figures come from; until set, only the request and database figures are given. */
   watch(sources: MetricsSources): void {
     this.sources = sources;
+    const pool = sources.databasePool;
+    if (pool === undefined) return;
+    // Only where there is a pool: a 0 on SQLite would read as a pool with no connections.
+    const registers = [this.registry];
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge('hearth_db_pool_connections', 'PostgreSQL pool connections open.', () => pool().total);
+    gauge('hearth_db_pool_idle', 'PostgreSQL pool connections idle.', () => pool().idle);
+    gauge('hearth_db_pool_waiting', 'Queries waiting for a PostgreSQL pool connection.', () => pool().waiting);
   }
 
   /** A reply was sent: `route` is the route that answered, undefined when none matched. */

@@ -145,6 +145,7 @@ for (const { backend, skip } of await serverBackends()) {
       const text = await res.text();
       for (const name of NAMES) assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
       if (backend === 'postgres') assert.ok(sample(text, 'hearth_db_pool_connections') >= 1);
+      else assert.doesNotMatch(text, /hearth_db_pool_/);
       assert.ok(sample(text, 'hearth_db_query_duration_seconds_count') > 0);
     });
 
