@@ -6,6 +6,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { healthRoutes, databaseProbe } from './admin/health.js';
+import { metricsRoutes } from './admin/metrics.js';
+import { ServerMetrics } from './server/metrics.js';
 import { appServiceAuthenticator } from './appservice/authenticator.js';
 import { checkNotExclusive } from './appservice/claims.js';
 import { HearthError } from './protocol/errors.js';
@@ -220,7 +222,11 @@ export function accountService(
  * The parts, in order. To add an area, build its service from `core` (and earlier services) and
  * add one part; later parts may use the services of earlier ones.
  */
-async function buildParts(core: ServerCore, options: CreateServerOptions): Promise<{ parts: ServerPart[]; services: Services; rateLimitOverrides: RateLimitOverrides }> {
+async function buildParts(
+  core: ServerCore,
+  options: CreateServerOptions,
+  metrics?: ServerMetrics,
+): Promise<{ parts: ServerPart[]; services: Services; rateLimitOverrides: RateLimitOverrides }> {
   const { config, db, serverName, notifier } = core;
   const federation = federationParts(core, options.federation);
   const isJoined = (userId: string, roomId: string) => isJoinedTo(db, userId, roomId);
@@ -569,6 +575,23 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
       },
     });
   }
+  if (metrics !== undefined) {
+    const { username, password } = config.global.metrics.basic_auth;
+    const sender = federationSender;
+    metrics.watch({
+      syncWaiting: () => notifier.waiting,
+      rooms: () => roomService.stats,
+      caches: () => ({ ...roomService.stats.caches, access_tokens: accounts.tokenCacheLookups }),
+      ...(sender !== undefined && outbox !== undefined ? { federation: () => ({ pdu: sender.stats(), edu: outbox.stats() }) } : {}),
+      appServices: () => pusher.stats(),
+      ...(core.database.poolStats !== undefined ? { databasePool: core.database.poolStats } : {}),
+    });
+    parts.push({
+      name: 'metrics',
+      routes: metricsRoutes({ render: () => metrics.render(), ...(username !== null && password !== null ? { basicAuth: { username, password } } : {}) }),
+      close: () => metrics.close(),
+    });
+  }
   return {
     parts,
     rateLimitOverrides,
@@ -671,7 +694,7 @@ function readPem(path: string, key: string): Buffer {
 }
 
 /** Opens the database and applies every pending migration. */
-export async function openMigratedDatabase(config: HearthConfig): Promise<Database<Schema>> {
+export async function openMigratedDatabase(config: HearthConfig, onQuery?: (milliseconds: number, failed: boolean) => void): Promise<Database<Schema>> {
   const connectionString = config.global.database.connection_string;
   // A database that cannot be reached, logged in to or written is the operator's to fix: say
   // which one and how, rather than what the driver says.
@@ -686,6 +709,7 @@ export async function openMigratedDatabase(config: HearthConfig): Promise<Databa
       maxOpenConns: config.global.database.max_open_conns,
       maxIdleConns: config.global.database.max_idle_conns,
       connMaxLifetimeSeconds: config.global.database.conn_max_lifetime,
+      ...(onQuery !== undefined ? { onQuery } : {}),
     });
     await probeDatabase(database.db as Kysely<unknown>);
     await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
@@ -702,9 +726,10 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
   const appServices = loadAppServices(config.app_service_config_files, config.global.server_name);
   const { key: signingKey, created: createdSigningKey } = loadOrCreateSigningKey(config.global.private_key);
   const logging = options.logger === undefined ? setUpLogging(config.logging) : undefined;
+  const metrics = config.global.metrics.enabled ? new ServerMetrics() : undefined;
   let database: Database<Schema>;
   try {
-    database = await openMigratedDatabase(config);
+    database = await openMigratedDatabase(config, metrics && ((ms, failed) => metrics.observeQuery(ms, failed)));
   } catch (err) {
     await logging?.close();
     throw err;
@@ -723,7 +748,7 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
       log,
       appServices,
     };
-    const built = await buildParts(core, options);
+    const built = await buildParts(core, options, metrics);
     parts.push(...built.parts);
     const authenticators = parts.flatMap((p) => (p.authenticate ? [p.authenticate] : []));
     if (authenticators.length > 1) throw new Error('more than one part authenticates access tokens');
@@ -737,6 +762,7 @@ export async function createServer(config: HearthConfig, options: CreateServerOp
         ...(authenticators[0] ? { authenticate: authenticators[0] } : {}),
         ...(serverAuthenticators[0] ? { authenticateServer: serverAuthenticators[0] } : {}),
         trustedProxies: config.global.trusted_proxies,
+        ...(metrics !== undefined ? { observe: (route, method, status, seconds) => metrics.observeRequest(route, method, status, seconds) } : {}),
         ...(limits.enabled
           ? {
               rateLimiter: new RateLimiter({

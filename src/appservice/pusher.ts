@@ -66,6 +66,8 @@ class ServiceQueue {
   private readonly ephemeral: EphemeralPass | undefined;
   /** How far the ephemeral streams were read (at or past what was delivered). */
   private ephemeralRead: EphemeralPositions | undefined;
+  /** Transactions the service did not take (for metrics). */
+  failedTransactions = 0;
 
   constructor(
     private readonly options: AppServicePusherOptions,
@@ -203,10 +205,16 @@ class ServiceQueue {
     try {
       res = await this.api.request('PUT', `transactions/${txnId}`, { body });
     } catch (err) {
+      this.failedTransactions++;
       throw new DeliveryError(`application service ${this.service.id} could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (res.unrouted) throw new DeliveryError(`application service ${this.service.id} has no transactions endpoint under /_chat or /_matrix`);
-    if (res.status < 200 || res.status >= 300) throw new DeliveryError(`application service ${this.service.id} answered ${res.status} to transaction ${txnId}`);
+    let refusal: string | undefined;
+    if (res.unrouted) refusal = `application service ${this.service.id} has no transactions endpoint under /_chat or /_matrix`;
+    else if (res.status < 200 || res.status >= 300) refusal = `application service ${this.service.id} answered ${res.status} to transaction ${txnId}`;
+    if (refusal !== undefined) {
+      this.failedTransactions++;
+      throw new DeliveryError(refusal);
+    }
   }
 
   get log(): AppServicePusherOptions['log'] {
@@ -324,6 +332,16 @@ export class AppServicePusher {
   /** Events up to this position have been handled for the service (for tests and metrics). */
   position(serviceId: string): number | undefined {
     return this.queues.get(serviceId)?.consumer.position;
+  }
+
+  /** Per service with a url: events behind the bus's position, and transactions it did not take. */
+  stats(): { service: string; eventsBehind: number; failedTransactions: number }[] {
+    const now = this.options.bus.current().events;
+    return [...this.queues.values()].map((q) => ({
+      service: q.service.id,
+      eventsBehind: Math.max(0, now - q.consumer.position),
+      failedTransactions: q.failedTransactions,
+    }));
   }
 
   async stop(): Promise<void> {

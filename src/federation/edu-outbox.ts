@@ -47,6 +47,7 @@ export class EduOutbox {
   private readonly queues = new Map<string, Queue>();
   private readonly now: () => number;
   private stopped = false;
+  private failedTransactions = 0;
 
   constructor(private readonly options: EduOutboxOptions) {
     this.now = options.now ?? Date.now;
@@ -61,6 +62,11 @@ export class EduOutbox {
   /** What was queued for these destinations is committed: send it (a queue pausing after failures keeps its pause). */
   send(destinations: Iterable<string>): void {
     for (const d of destinations) if (d !== this.options.serverName) this.drain(d);
+  }
+
+  /** Destinations with EDUs being sent or waiting, and transactions that failed so far (for metrics). */
+  stats(): { pendingDestinations: number; failedTransactions: number } {
+    return { pendingDestinations: this.queues.size, failedTransactions: this.failedTransactions };
   }
 
   /** Takes up the queues a previous run left. */
@@ -110,6 +116,7 @@ export class EduOutbox {
         q.failures = 0;
       } catch (err) {
         q.failures++;
+        this.failedTransactions++;
         const pauseMs = Math.min(retry.maxMs, retry.minMs * 2 ** Math.min(q.failures - 1, 30));
         this.options.log.warn('queued EDUs could not be sent; retrying', { destination, attempt: q.failures, retryInMs: pauseMs, error: String(err) });
         await this.pause(q, pauseMs);

@@ -50,6 +50,7 @@ class DestinationQueue {
     private readonly sender: FederationSenderOptions,
     readonly destination: string,
     startAfter: number,
+    private readonly counts: { failures: number },
   ) {
     const { db, bus, serverName } = sender;
     this.consumer = new StreamConsumer<OutboundPdu>({
@@ -93,6 +94,7 @@ class DestinationQueue {
       if (res.status !== 200) throw new Error(`${this.destination} answered ${res.status} to transaction ${txnId}`);
     } catch (err) {
       this.failures++;
+      this.counts.failures++;
       if (this.failures >= this.sender.maxRetries) {
         this.downUntil = this.now() + (this.sender.downRetryMs ?? 3600_000);
         this.catchUp = true;
@@ -117,6 +119,8 @@ export class FederationSender {
   private listedAt: number | undefined;
   private lastRefresh = 0;
   private refreshTimer: NodeJS.Timeout | undefined;
+  /** Transactions that failed, every destination together (for metrics). */
+  private readonly counts = { failures: 0 };
 
   constructor(private readonly options: FederationSenderOptions) {}
 
@@ -134,6 +138,14 @@ export class FederationSender {
   /** The destinations with a queue (for tests and metrics). */
   get destinations(): string[] {
     return [...this.queues.keys()];
+  }
+
+  /** Destinations whose queue is busy or retrying (not caught up), and transactions that failed so far (for metrics). */
+  stats(): { pendingDestinations: number; failedTransactions: number } {
+    let pending = 0;
+    // A queue's position moves only past events for its destination, so idleness, not position, says it has caught up.
+    for (const q of this.queues.values()) if (!q.consumer.idle) pending++;
+    return { pendingDestinations: pending, failedTransactions: this.counts.failures };
   }
 
   /** Every queue's position: events up to it have been delivered. */
@@ -178,7 +190,7 @@ export class FederationSender {
         this.listedAt = now;
         for (const destination of known) {
           if (this.stopped || this.queues.has(destination)) continue;
-          const queue = new DestinationQueue(this.options, destination, startAfter);
+          const queue = new DestinationQueue(this.options, destination, startAfter, this.counts);
           this.queues.set(destination, queue);
           await queue.consumer.start();
         }

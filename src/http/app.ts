@@ -30,6 +30,11 @@ export interface HttpAppOptions {
    * the header is ignored and the client is the peer.
    */
   trustedProxies?: readonly string[];
+  /**
+   * Told of every reply once sent: the route answering (undefined when none matched), the method,
+   * the status and the seconds since the request arrived. None: no hook runs.
+   */
+  observe?: (route: Pick<RouteDef, 'api' | 'path'> | undefined, method: string, status: number, seconds: number) => void;
 }
 
 function routeAuth(route: RouteDef): RouteAuth {
@@ -223,6 +228,8 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   });
 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
+  /** The route each mounted URL belongs to, for `observe`; the first mounted wins (methods share a path). */
+  const routeByUrl = new Map<string, RouteDef>();
   // Routes that read their body as a stream live in a context of their own, whose parser hands
   // the request stream over unread.
   const streamed: (() => void)[] = [];
@@ -239,6 +246,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     for (const url of mountPaths(route)) {
       let methods = methodsByPath.get(url);
       if (!methods) methodsByPath.set(url, (methods = new Set()));
+      if (!routeByUrl.has(url)) routeByUrl.set(url, route);
       methods.add(route.method);
       const handler = async (req: FastifyRequest, reply: FastifyReply) => {
         const request = new IncomingRequest(route, req, reply, addresses);
@@ -310,6 +318,16 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
         noteError(req, UNRECOGNIZED);
         return sendJson(reply.header('allow', allow), 405, UNRECOGNIZED);
       },
+    });
+  }
+
+  const observe = options.observe;
+  if (observe !== undefined) {
+    // A callback hook, run after the reply is on its way: it adds nothing to the request's latency.
+    app.addHook('onResponse', (req, reply, done) => {
+      const url = req.routeOptions.url;
+      observe(url === undefined ? undefined : routeByUrl.get(url), req.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
     });
   }
 

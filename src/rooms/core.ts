@@ -13,6 +13,7 @@ import { parseStateKey, stateKey, type StateKey } from '../protocol/events.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
+import type { EventStatus } from '../storage/tables/rooms.js';
 import type { StreamStateChange } from '../storage/sync/events.js';
 import { HotRoomQueries } from '../storage/rooms/hot-queries.js';
 import { StateKeyNids } from '../storage/rooms/state-snapshots.js';
@@ -106,6 +107,8 @@ export class RoomCore {
   private readonly loadState: StateEventLoader;
   /** Each room's ordered queue: local sends and received events decide one at a time per room. */
   readonly queue = new RoomQueue();
+  /** Events committed by this process, by status (for metrics). */
+  readonly persisted: Record<EventStatus, number> = { timeline: 0, outlier: 0, rejected: 0, soft_failed: 0 };
   /** Aliases of rooms being created right now, so two creations cannot both take one. */
   readonly reservedAliases = new Set<string>();
 
@@ -292,9 +295,15 @@ export class RoomCore {
     }
   }
 
+  /** Jobs waiting for the writer's next transaction. */
+  get writerQueue(): number {
+    return this.writer.queuedJobs;
+  }
+
   private committed(events: readonly PersistEvent[]): void {
     const changes = new Map<number, StreamStateChange[]>();
     for (const e of events) {
+      this.persisted[e.status]++;
       if (e.currentState === undefined || e.currentState.changes.length === 0) continue;
       changes.set(
         e.ref.nid!,

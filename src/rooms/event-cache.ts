@@ -23,6 +23,9 @@ export class EventCache {
   private readonly nidById = new Map<string, number>();
   private bytes = 0;
   private readonly now: () => number;
+  /** Lookups by get that found a live event, and that did not (for metrics). */
+  hits = 0;
+  misses = 0;
 
   constructor(private readonly limits: EventCacheLimits) {
     this.now = limits.now ?? Date.now;
@@ -31,13 +34,18 @@ export class EventCache {
   /** The event, made the most recently used; undefined when absent or too old. */
   get(nid: number): StoredEvent | undefined {
     const entry = this.byNid.get(nid);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.misses++;
+      return undefined;
+    }
     this.byNid.delete(nid);
     if (this.now() - entry.at > this.limits.maxAgeMs) {
       this.forget(entry.event);
+      this.misses++;
       return undefined;
     }
     this.byNid.set(nid, entry);
+    this.hits++;
     return entry.event;
   }
 

@@ -57,6 +57,11 @@ const DEFAULT_EVENT_CACHE: EventCacheLimits = {
   maxAgeMs: 3_600_000,
 };
 const ROOM_CACHE = 50_000;
+export interface CacheLookups {
+  readonly hits: number;
+  readonly misses: number;
+}
+
 /** Just-committed events held until read (then cached) or pushed out by newer ones. */
 const FRESH_KEPT = 256;
 
@@ -68,6 +73,9 @@ export class RoomReader {
   /** The nids of the fresh events by id: the next event of a room cites the last one by id. */
   private readonly freshIds = new Map<string, number>();
   private readonly recent: RecentEvents;
+  /** Room-info lookups answered from memory, and read from the database (for metrics). */
+  private roomHits = 0;
+  private roomMisses = 0;
 
   /**
    * `eventsPosition`: the events stream's committed position as the reader starts; `erased`: the
@@ -88,19 +96,32 @@ export class RoomReader {
     return this.cached.usage;
   }
 
+  /** Lookups so far that found what they asked for in memory, and that did not: events, and rooms' fixed facts. */
+  get cacheLookups(): { events: CacheLookups; rooms: CacheLookups } {
+    return { events: { hits: this.cached.hits, misses: this.cached.misses }, rooms: { hits: this.roomHits, misses: this.roomMisses } };
+  }
+
   // ---- rooms ----
 
   /** The room's fixed facts, or undefined for a room this server does not have. */
   async roomInfo(roomId: string): Promise<RoomInfo | undefined> {
     const cached = this.roomsById.get(roomId);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.roomHits++;
+      return cached;
+    }
+    this.roomMisses++;
     const row = await roomById(this.db, roomId);
     return row === undefined || row.state_snapshot_nid === null ? undefined : this.rememberRoom(row);
   }
 
   async roomInfoByNid(nid: number): Promise<RoomInfo | undefined> {
     const cached = this.roomsByNid.get(nid);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.roomHits++;
+      return cached;
+    }
+    this.roomMisses++;
     const row = await roomByNid(this.db, nid);
     return row === undefined || row.state_snapshot_nid === null ? undefined : this.rememberRoom(row);
   }

@@ -9,6 +9,8 @@
 export class RoomQueue {
   /** Per room with tasks running or waiting: the promise that settles when the last one has. */
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** Tasks queued behind an unfinished one, or running asynchronously. */
+  private pending = 0;
 
   /** Runs `task` after every task queued earlier for the room; resolves or rejects as it does. */
   run<T>(roomId: string, task: () => T | Promise<T>): Promise<T> {
@@ -27,10 +29,11 @@ export class RoomQueue {
     } else {
       result = tail.then(task, task);
     }
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.pending++;
+    const done = () => {
+      this.pending--;
+    };
+    const settled = result.then(done, done);
     this.tails.set(roomId, settled);
     void settled.then(() => {
       if (this.tails.get(roomId) === settled) this.tails.delete(roomId);
@@ -41,5 +44,10 @@ export class RoomQueue {
   /** Rooms with tasks running or waiting (for tests and diagnostics). */
   get busyRooms(): number {
     return this.tails.size;
+  }
+
+  /** Tasks running or waiting in every room (for metrics). */
+  get pendingTasks(): number {
+    return this.pending;
   }
 }

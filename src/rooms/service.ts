@@ -76,6 +76,19 @@ import {
 
 export type { Actor } from './actor.js';
 export type { RoomServiceDeps, ProfileSource, MemberProfile, AppServiceQueries } from './core.js';
+
+export interface RoomStats {
+  /** Rooms whose ordered queue has tasks running or waiting. */
+  readonly busyRooms: number;
+  /** Tasks running or waiting across the rooms' queues. */
+  readonly queuedTasks: number;
+  /** Write jobs waiting for the writer's next transaction. */
+  readonly writerQueue: number;
+  /** Events committed by this process since it started, by status. */
+  readonly persisted: Readonly<Record<string, number>>;
+  /** Lookups that found what they asked for in memory, and that did not, by cache. */
+  readonly caches: Readonly<Record<string, { readonly hits: number; readonly misses: number }>>;
+}
 export type { IgnoredUsersOf } from './query/messages.js';
 export type { MembershipTemplate, RemoteMembership, SendJoinResponse, SendKnockResponse } from './perform/remote-membership.js';
 export type { BackfillForServer, EventAuthForServer, MissingEventsForServer, MissingEventsRequest, StateForServer, StateIdsForServer } from './query/for-servers.js';
@@ -151,6 +164,18 @@ export class RoomService {
   /** Read access to rooms and events (what sync builds on). */
   get reader(): RoomReader {
     return this.core.reader;
+  }
+
+  /** Counts for metrics, read when scraped. */
+  get stats(): RoomStats {
+    const { queue, reader } = this.core;
+    return {
+      busyRooms: queue.busyRooms,
+      queuedTasks: queue.pendingTasks,
+      writerQueue: this.core.writerQueue,
+      persisted: this.core.persisted,
+      caches: reader.cacheLookups,
+    };
   }
 
   // ---- rooms and membership ----

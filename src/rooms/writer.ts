@@ -59,6 +59,11 @@ export class EventWriter {
     private readonly hooks: WriterHooks,
   ) {}
 
+  /** Jobs waiting for a transaction (for metrics). */
+  get queuedJobs(): number {
+    return this.queue.length;
+  }
+
   /** Resolves once the job's events are committed; rejects if their transaction failed. */
   write(job: WriteJob): Promise<void> {
     return new Promise<void>((resolve, reject) => {

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely';
+import { Kysely, type LogEvent, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely';
 import type Pg from 'pg';
 import { HearthError } from '../protocol/errors.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
@@ -22,11 +22,23 @@ export interface DatabaseOptions {
   maxIdleConns?: number;
   /** Seconds a PostgreSQL connection lives; -1 or 0 for no limit. */
   connMaxLifetimeSeconds?: number;
+  /** Told of every statement's duration as it finishes (Kysely's log hook); none: nothing is timed. */
+  onQuery?: (milliseconds: number, failed: boolean) => void;
+}
+
+/** A PostgreSQL pool's connections. */
+export interface PoolStats {
+  readonly total: number;
+  readonly idle: number;
+  /** Queries waiting for a connection. */
+  readonly waiting: number;
 }
 
 export interface Database<Schema> {
   readonly db: Kysely<Schema>;
   readonly dialect: DialectName;
+  /** PostgreSQL only. */
+  readonly poolStats?: () => PoolStats;
   close(): Promise<void>;
 }
 
@@ -84,6 +96,11 @@ function preparingClient(pg: typeof Pg): typeof Pg.Client {
   };
 }
 
+function queryLog(onQuery: DatabaseOptions['onQuery']): { log?: (event: LogEvent) => void } {
+  if (onQuery === undefined) return {};
+  return { log: (event) => onQuery(event.queryDurationMillis, event.level === 'error') };
+}
+
 export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema> {
   const dialect = dialectOf(options.connectionString);
   if (dialect === 'postgres') {
@@ -102,8 +119,9 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
     // An idle connection that breaks (server restart, dropped network, a forced disconnect) is
     // dropped by the pool and reopened on demand; without a listener its error would crash us.
     pool.on('error', () => {});
-    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect, close: () => db.destroy() };
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }), ...queryLog(options.onQuery) });
+    const poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    return { db, dialect, poolStats, close: () => db.destroy() };
   }
 
   const path = sqlitePath(options.connectionString);
@@ -121,7 +139,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   // A 4 MB page cache instead of better-sqlite3's 16 MB: the OS caches the file anyway, and the
   // server's memory target is tight.
   sqlite.pragma('cache_size = -4000');
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }), ...queryLog(options.onQuery) });
   sqliteHandles.set(db, sqlite);
   if (inMemory) return { db, dialect, close: () => db.destroy() };
   const checkpointer = new WalCheckpointer(resolve(path), db as Kysely<unknown>, (pages) => sqlite.pragma(`wal_autocheckpoint = ${pages}`));

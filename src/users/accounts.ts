@@ -133,6 +133,11 @@ export class AccountService {
     return this.deps.serverName;
   }
 
+  /** Access-token cache lookups so far that found the token, and that did not (for metrics). */
+  get tokenCacheLookups(): { hits: number; misses: number } {
+    return this.tokens.cacheLookups;
+  }
+
   // --- Registration -------------------------------------------------------------------------
 
   /** The UIA flows of a `user` registration; 403 M_FORBIDDEN when registration is closed. */

@@ -43,6 +43,11 @@ export class AccessTokenAuthenticator {
     return this.cache.size;
   }
 
+  /** Token cache lookups so far that found the token, and that did not. */
+  get cacheLookups(): { hits: number; misses: number } {
+    return { hits: this.cache.hits, misses: this.cache.misses };
+  }
+
   readonly authenticate: Authenticator = async (accessToken: string, req: RequestOrigin): Promise<Requester> => {
     const now = this.deps.now();
     const hash = hashAccessToken(accessToken);

@@ -47,6 +47,9 @@ export class TokenCache {
   private readonly maxAgeMs: number;
   /** Moves on every invalidation, so a lookup that raced one does not cache what it read. */
   private epochValue = 0;
+  /** Lookups that found a live entry, and that did not (for metrics). */
+  hits = 0;
+  misses = 0;
 
   constructor(options: TokenCacheOptions = {}) {
     this.maxEntries = Math.max(1, options.maxEntries ?? 10_000);
@@ -63,11 +66,16 @@ export class TokenCache {
 
   get(tokenHash: string, now: number): CachedToken | undefined {
     const entry = this.entries.get(tokenHash);
-    if (!entry) return undefined;
-    if (now - entry.cachedAt > this.maxAgeMs) {
-      this.remove(tokenHash, entry);
+    if (!entry) {
+      this.misses++;
       return undefined;
     }
+    if (now - entry.cachedAt > this.maxAgeMs) {
+      this.remove(tokenHash, entry);
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     // Re-insert so that Map order is least recently used first.
     this.entries.delete(tokenHash);
     this.entries.set(tokenHash, entry);
