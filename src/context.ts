@@ -65,6 +65,12 @@ import { keyRoutes } from './client/keys/index.js';
 import { openIdRoutes } from './client/account/openid.js';
 import { pusherRoutes } from './client/account/pushers.js';
 import { whoisRoutes } from './client/admin/whois.js';
+import { adminRoomRoutes } from './client/admin/rooms.js';
+import { eventReportRoutes } from './client/admin/event-reports.js';
+import { backgroundUpdateRoutes } from './client/admin/background-updates.js';
+import { AdminRoomViews } from './rooms/admin/room-details.js';
+import { EventReports } from './rooms/admin/event-reports.js';
+import { RoomShutdowns } from './rooms/admin/shutdown.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { mediaRoutes } from './client/media/routes.js';
@@ -412,6 +418,9 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     ...(options.appServiceRetry !== undefined ? { retry: options.appServiceRetry } : {}),
   });
   await pusher.start();
+  // The admin API's rooms: deletions left unfinished by a stop are marked failed.
+  const shutdowns = new RoomShutdowns({ rooms: roomService, serverName, log: core.log });
+  await shutdowns.start();
 
   const parts: ServerPart[] = [
     {
@@ -481,6 +490,15 @@ async function buildParts(core: ServerCore, options: CreateServerOptions): Promi
     { name: 'pushers', routes: pusherRoutes({ pushers: new PusherService({ db }) }) },
     { name: 'openid', routes: [...openIdRoutes({ openId }), ...openIdUserInfoRoutes({ openId })] },
     { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
+    {
+      name: 'admin-rooms',
+      routes: [
+        ...adminRoomRoutes({ views: new AdminRoomViews(roomService.reader, serverName), shutdowns }),
+        ...eventReportRoutes({ reports: new EventReports({ rooms: roomService }) }),
+        ...backgroundUpdateRoutes(),
+      ],
+      close: () => shutdowns.close(),
+    },
     // Served with federation off too: it tells an operator what turning it on would meet.
     {
       name: 'federation-check',

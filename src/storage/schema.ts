@@ -2,6 +2,7 @@
 // Booleans are stored as 0/1 integers so both backends read the same.
 
 import type { AccountsTables } from './tables/accounts.js';
+import type { AdminRoomsTables } from './tables/admin-rooms.js';
 import type { AppServiceTables } from './tables/appservice.js';
 import type { DeviceKeyTables } from './tables/device-keys.js';
 import type { ErasedUsersTables } from './tables/erased-users.js';
@@ -13,6 +14,7 @@ import type { FederationTransactionTables } from './tables/federation-transactio
 import type { MediaTables } from './tables/media.js';
 
 export type * from './tables/accounts.js';
+export type * from './tables/admin-rooms.js';
 export type * from './tables/appservice.js';
 export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
@@ -41,4 +43,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, AdminRoomsTables {}

@@ -20,6 +20,7 @@ import { stateKey } from '../../protocol/events.js';
 import { resolveRoomIdOrAlias } from './alias-target.js';
 import type { RemoteJoiner } from './remote-join.js';
 import { inviterServerOf } from './remote-invite.js';
+import { refuseBlocked } from './blocked.js';
 
 export interface JoinOptions {
   readonly reason?: string;
@@ -48,11 +49,13 @@ export async function joinRoom(
     guest: actor.isGuest === true,
   });
   const target = remote === undefined ? undefined : await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
+  if (target !== undefined) await refuseBlocked(core, target.roomId);
   if (target?.servers !== undefined) {
     await remote!.joiner.join(actor.userId, target.roomId, target.servers, content);
     return { roomId: target.roomId };
   }
   const roomId = target?.roomId ?? (await resolveRoomIdOrAlias(core, roomIdOrAlias));
+  if (target === undefined) await refuseBlocked(core, roomId);
   // A restricted room: this server vouches for the join when the user is in an allowed room.
   const before = await core.head(roomId);
   await before.load([stateKey('m.room.join_rules', ''), stateKey('m.room.power_levels', '')]);
