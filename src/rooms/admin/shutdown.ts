@@ -101,10 +101,20 @@ export class RoomShutdowns {
   async shutdown(roomId: string, request: ShutdownRequest): Promise<ShutdownResult> {
     const { known } = await this.check(roomId, request);
     if (this.running.has(roomId)) throw new HearthError(400, 'M_UNKNOWN', `A deletion of ${roomId} is already in progress`);
-    const result = known ? await this.removeMembers(roomId, request) : emptyResult();
-    if (request.block) await blockRoom(this.db, roomId, request.requester, this.now());
-    if (request.purge) await this.purge(roomId, request.forcePurge);
-    return result;
+    // Registered as running too, so no other deletion of the room starts meanwhile.
+    const work = (async () => {
+      const result = known ? await this.removeMembers(roomId, request) : emptyResult();
+      if (request.block) await blockRoom(this.db, roomId, request.requester, this.now());
+      if (request.purge) await this.purge(roomId, request.forcePurge);
+      return result;
+    })();
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.set(roomId, settled);
+    void settled.finally(() => this.running.delete(roomId));
+    return work;
   }
 
   /** DELETE /v2/rooms/{roomId}: the deletion started in the background. */
@@ -182,8 +192,8 @@ export class RoomShutdowns {
       if (!m.user_id.endsWith(`:${serverName}`)) continue;
       const actor: Actor = { userId: m.user_id, deviceId: null };
       try {
+        // Not forgotten for them: their next sync shows the room left.
         await rooms.leave(actor, roomId);
-        await rooms.forget(actor, roomId).catch(() => undefined);
         if (result.new_room_id !== null && m.membership === 'join') await rooms.join(actor, result.new_room_id);
         result.kicked_users.push(m.user_id);
       } catch (err) {
