@@ -107,6 +107,23 @@ for (const { backend, skip } of await serverBackends()) {
       }
     });
 
+    test('messages: an admin reads a room it is not in, whatever its history visibility', async () => {
+      const roomId = await createRoom(alice, { preset: 'private_chat', initial_state: [{ type: 'm.room.history_visibility', state_key: '', content: { history_visibility: 'joined' } }] });
+      await client(alice, 'PUT', `/rooms/${enc(roomId)}/send/m.room.message/m1`, { msgtype: 'm.text', body: 'one' });
+      await client(alice, 'PUT', `/rooms/${enc(roomId)}/send/m.room.message/m2`, { msgtype: 'm.text', body: 'two' });
+      const back = await ok(admin, 'GET', `/_synapse/admin/v1/rooms/${enc(roomId)}/messages?dir=b&limit=2`);
+      assert.deepEqual(back.chunk.map((e: any) => e.content.body), ['two', 'one']);
+      const older = await ok(admin, 'GET', `/_ext/admin/v1/rooms/${enc(roomId)}/messages?dir=b&limit=100&from=${enc(back.end)}`);
+      assert.ok(older.chunk.some((e: any) => e.type === 'm.room.create'));
+      const forward = await ok(admin, 'GET', `/_synapse/admin/v1/rooms/${enc(roomId)}/messages?filter=${enc(JSON.stringify({ types: ['m.room.message'] }))}`);
+      assert.deepEqual(forward.chunk.map((e: any) => e.content.body), ['one', 'two']);
+      await refused(await call(admin, 'GET', `/_synapse/admin/v1/rooms/${enc(roomId)}/messages?dir=x`), 400, 'M_INVALID_PARAM');
+      await refused(await call(admin, 'GET', `/_synapse/admin/v1/rooms/${enc(`!nope:${hs.serverName}`)}/messages`), 404, 'M_NOT_FOUND');
+      await refused(await call(alice, 'GET', `/_synapse/admin/v1/rooms/${enc(roomId)}/messages`), 403, 'M_FORBIDDEN');
+      const badToken = await call(admin, 'GET', `/_synapse/admin/v1/rooms/${enc(roomId)}/messages?from=zzz`);
+      assert.equal(badToken.status, 400, badToken.text);
+    });
+
     test('bad list parameters are 400 M_INVALID_PARAM', async () => {
       for (const q of ['order_by=size', 'dir=x', 'from=-1', 'limit=abc', 'from=1&from=2']) {
         await refused(await call(admin, 'GET', `/_synapse/admin/v1/rooms?${q}`), 400, 'M_INVALID_PARAM');
@@ -119,6 +136,7 @@ for (const { backend, skip } of await serverBackends()) {
         ['GET', '/v1/rooms/!x:localhost'],
         ['GET', '/v1/rooms/!x:localhost/members'],
         ['GET', '/v1/rooms/!x:localhost/state'],
+        ['GET', '/v1/rooms/!x:localhost/messages'],
         ['DELETE', '/v1/rooms/!x:localhost'],
         ['DELETE', '/v2/rooms/!x:localhost'],
         ['GET', '/v2/rooms/!x:localhost/delete_status'],

@@ -1,10 +1,11 @@
 // The admin API's rooms (as the reference server's /_synapse/admin/v1|v2/rooms): the list, a
-// room's details, members and state, its deletion (at once, or in the background with a status)
+// room's details, members, state and messages, its deletion (at once, or in the background with a status)
 // and blocking.
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import { HearthError } from '../../protocol/errors.js';
 import type { JsonObject } from '../../protocol/json.js';
+import { parseRoomEventFilterParam } from '../../protocol/filters.js';
 import { ROOM_ORDERS, type AdminRoomViews, type RoomOrder } from '../../rooms/admin/room-details.js';
 import type { RoomShutdowns, ShutdownRequest } from '../../rooms/admin/shutdown.js';
 import { body, optionalBoolean, optionalString, param, query, queryInt, requester } from '../rooms/fields.js';
@@ -61,6 +62,29 @@ export function adminRoomRoutes(deps: { views: AdminRoomViews; shutdowns: RoomSh
     { method: 'GET', api: 'admin', versions: ['v1'], path: '/rooms/:roomId', handler: async (req) => ({ body: await views.details(param(req, 'roomId')) }) },
     { method: 'GET', api: 'admin', versions: ['v1'], path: '/rooms/:roomId/members', handler: async (req) => ({ body: await views.members(param(req, 'roomId')) }) },
     { method: 'GET', api: 'admin', versions: ['v1'], path: '/rooms/:roomId/state', handler: async (req) => ({ body: await views.state(param(req, 'roomId')) }) },
+    {
+      method: 'GET',
+      api: 'admin',
+      versions: ['v1'],
+      path: '/rooms/:roomId/messages',
+      handler: async (req) => {
+        const dir = queryDir(req, 'f');
+        const from = query(req, 'from');
+        const to = query(req, 'to');
+        const text = query(req, 'filter');
+        const filter = text === undefined || text === '' ? undefined : parseRoomEventFilterParam(text);
+        const limit = queryInt(req, 'limit', filter?.limit ?? 10, 0, 1000);
+        return {
+          body: await views.messages(param(req, 'roomId'), requester(req).userId, {
+            dir,
+            limit,
+            ...(from !== undefined && from !== '' ? { from } : {}),
+            ...(to !== undefined && to !== '' ? { to } : {}),
+            ...(filter !== undefined ? { filter } : {}),
+          }),
+        };
+      },
+    },
     {
       method: 'DELETE',
       api: 'admin',

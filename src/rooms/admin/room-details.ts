@@ -10,6 +10,11 @@ import type { RoomRow } from '../../storage/rooms/rooms.js';
 import type { ClientEvent } from '../client-event.js';
 import type { RoomReader } from '../reader.js';
 import { byStreamOrder } from '../stored-event.js';
+import { decodeTimelineToken, encodeTimelineToken } from '../tokens.js';
+import { StatesBefore } from '../visibility-at.js';
+import { loadVisibilityHistory } from '../query/history.js';
+import type { MessagesRequest, MessagesResponse } from '../query/messages.js';
+import { paginate } from '../query/paginate.js';
 
 export interface AdminRoomSummary {
   room_id: string;
@@ -162,6 +167,30 @@ export class AdminRoomViews {
     const state = await this.reader.stateOfSnapshot(Number(row.state_snapshot_nid));
     const events = [...state.values()].sort(byStreamOrder);
     return { state: await this.reader.clientEvents(events, { now: Date.now() }) };
+  }
+
+  /** A page of the room's timeline as /messages gives it, every event shown (the admin is no member). */
+  async messages(roomId: string, adminId: string, request: MessagesRequest): Promise<MessagesResponse> {
+    const row = await this.row(roomId);
+    const roomNid = Number(row.room_nid);
+    const from = request.from === undefined ? undefined : decodeTimelineToken(request.from);
+    const to = request.to === undefined ? undefined : decodeTimelineToken(request.to);
+    const page = await paginate(this.reader, {
+      roomNid,
+      userId: adminId,
+      history: await loadVisibilityHistory(this.reader.db, roomNid, adminId),
+      statesBefore: new StatesBefore(this.reader.db, adminId),
+      seesAll: true,
+      dir: request.dir,
+      from,
+      to,
+      limit: request.limit,
+      ...(request.filter !== undefined ? { filter: request.filter } : {}),
+    });
+    const start = request.from ?? encodeTimelineToken(request.dir === 'b' ? (page.firstSeen ?? 0) : page.firstSeen !== undefined ? page.firstSeen - 1 : 0);
+    const out: MessagesResponse = { start, chunk: await this.reader.clientEvents(page.events, { now: Date.now() }) };
+    if (page.next !== undefined) out.end = encodeTimelineToken(page.next);
+    return out;
   }
 
   /** The room's row; 400 for a malformed id, 404 for a room without state here. */
