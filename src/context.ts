@@ -74,6 +74,12 @@ import { serverVersionRoutes } from './client/admin/server.js';
 import { AdminUserService } from './admin/users.js';
 import { AdminRegistrationTokens } from './admin/registration-tokens.js';
 import { RateLimitOverrides } from './admin/rate-limit-overrides.js';
+import { adminRoomRoutes } from './client/admin/rooms.js';
+import { eventReportRoutes } from './client/admin/event-reports.js';
+import { backgroundUpdateRoutes } from './client/admin/background-updates.js';
+import { AdminRoomViews } from './rooms/admin/room-details.js';
+import { EventReports } from './rooms/admin/event-reports.js';
+import { RoomShutdowns } from './rooms/admin/shutdown.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { mediaRoutes } from './client/media/routes.js';
@@ -428,6 +434,9 @@ async function buildParts(
     ...(options.appServiceRetry !== undefined ? { retry: options.appServiceRetry } : {}),
   });
   await pusher.start();
+  // The admin API's rooms: deletions left unfinished by a stop are marked failed.
+  const shutdowns = new RoomShutdowns({ rooms: roomService, serverName, log: core.log });
+  await shutdowns.start();
 
   const parts: ServerPart[] = [
     {
@@ -504,6 +513,15 @@ async function buildParts(
         ...adminUserRoutes({ users: new AdminUserService({ db, serverName, accounts, profiles, joinedRooms: (userId) => roomService.joinedRooms(userId), rateLimits: rateLimitOverrides }) }),
         ...registrationTokenRoutes({ tokens: new AdminRegistrationTokens({ accounts }) }),
       ],
+    },
+    {
+      name: 'admin-rooms',
+      routes: [
+        ...adminRoomRoutes({ views: new AdminRoomViews(roomService.reader, serverName), shutdowns }),
+        ...eventReportRoutes({ reports: new EventReports({ rooms: roomService }) }),
+        ...backgroundUpdateRoutes(),
+      ],
+      close: () => shutdowns.close(),
     },
     // Served with federation off too: it tells an operator what turning it on would meet.
     {

@@ -23,6 +23,7 @@ import { loadRoomHead, stateEventLoader } from './head-loader.js';
 import { LOADED_STATE_LIMIT, RoomHead, StateNotLoaded, type StateEventLoader } from './head.js';
 import type { RoomVersion } from '../protocol/room-versions.js';
 import { insertRoom, roomById } from '../storage/rooms/rooms.js';
+import { purgeRoomRows } from '../storage/rooms/purge.js';
 import type { ErasedSenders } from './erased-users.js';
 import type { EventCacheLimits } from './event-cache.js';
 import type { PersistEvent } from './persist-event.js';
@@ -279,6 +280,25 @@ export class RoomCore {
   async writeNewRoom(head: RoomHead, events: readonly PersistEvent[], before: WriteJob['before']): Promise<void> {
     await this.write(head, { events, ...(before !== undefined ? { before } : {}) });
     this.remember(head);
+  }
+
+  /**
+   * Removes a room from the database and from memory, in its queue once its pending writes are
+   * stored, so nothing decides on or writes to it meanwhile. Whether the room was known.
+   */
+  purgeRoom(roomId: string): Promise<boolean> {
+    return this.queue.run(roomId, async () => {
+      const head = await this.findHead(roomId);
+      if (head !== undefined) {
+        await Promise.allSettled([...head.unwritten.values()]);
+        head.live = false;
+        this.heads.delete(roomId);
+      }
+      const row = await roomById(this.db, roomId);
+      const purged = await purgeRoomRows(this.db, roomId);
+      if (row !== undefined) this.reader.forgetRoom(Number(row.room_nid), roomId);
+      return purged;
+    });
   }
 
   /** Keeps a head, and drops the least recently used idle ones past the limit. */

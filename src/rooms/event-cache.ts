@@ -86,6 +86,15 @@ export class EventCache {
     else this.nidById.delete(eventId);
   }
 
+  /** Drops every event of a room (purged). */
+  deleteRoom(roomNid: number): void {
+    for (const [nid, entry] of this.byNid) {
+      if (entry.event.roomNid !== roomNid) continue;
+      this.byNid.delete(nid);
+      this.forget(entry.event);
+    }
+  }
+
   /** How many events, and their estimated bytes. */
   get usage(): { events: number; bytes: number } {
     return { events: this.byNid.size, bytes: this.bytes };

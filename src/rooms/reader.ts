@@ -166,6 +166,19 @@ export class RoomReader {
     this.cached.delete(eventId);
   }
 
+  /** Forgets everything held of a room whose rows were purged. */
+  forgetRoom(roomNid: number, roomId: string): void {
+    this.roomsById.delete(roomId);
+    this.roomsByNid.delete(roomNid);
+    for (const [nid, e] of this.fresh) {
+      if (e.roomNid !== roomNid) continue;
+      this.fresh.delete(nid);
+      this.freshIds.delete(e.eventId);
+    }
+    this.cached.deleteRoom(roomNid);
+    this.recent.dropRoom(roomNid);
+  }
+
   /**
    * Events this process's writer just committed, in stream order (called before anyone is told),
    * with the current-state changes each made.

@@ -42,6 +42,11 @@ export class RecentEvents {
     }
   }
 
+  /** Drops a purged room's events: the stretch then holds what the database does. */
+  dropRoom(roomNid: number): void {
+    this.entries = this.entries.filter((e) => e.roomNid !== roomNid);
+  }
+
   /**
    * The events in (after, upTo], oldest first, at most `limit`; undefined when the range reaches
    * before the stretch held (or past what was committed).

@@ -33,6 +33,7 @@ import { parseUserId } from '../protocol/ids/user-id.js';
 import type { KeyRing } from './input/key-ring.js';
 import { backwardExtremities, joinedServers } from '../storage/rooms/graph.js';
 import { kickUser } from './perform/kick.js';
+import { refuseBlocked } from './perform/blocked.js';
 import { knockRoom } from './perform/knock.js';
 import { leaveRoom } from './perform/leave.js';
 import { updateMemberProfiles } from './perform/profile.js';
@@ -206,13 +207,15 @@ export class RoomService {
   /** Invites a user; another server's user is invited through their server (with federation). */
   async invite(actor: Actor, roomId: string, userId: string, options: { reason?: string; isDirect?: boolean } = {}): Promise<void> {
     const target = parseUserId(userId);
+    await refuseBlocked(this.core, roomId);
     if (this.remoteMembership === undefined || serverNameOf(target) === this.core.serverName) return inviteUser(this.core, actor, roomId, userId, options);
     const content = await memberContent(this.core, target, 'invite', options);
     return inviteRemoteUser(this.core, this.remoteMembership, (origin, pdus) => this.receive(origin, pdus), roomId, actor.userId, target, content);
   }
 
   /** PUT /invite from another server: the invite, checked, countersigned and stored. */
-  inviteFromServer(origin: string, roomId: string, eventId: string, body: InviteFromServer): Promise<Pdu> {
+  async inviteFromServer(origin: string, roomId: string, eventId: string, body: InviteFromServer): Promise<Pdu> {
+    await refuseBlocked(this.core, roomId);
     return inviteFromServer(this.core, this.keyRing, (o, pdus) => this.receive(o, pdus), origin, roomId, eventId, body);
   }
 
@@ -231,6 +234,11 @@ export class RoomService {
   /** Knocks on a room, through another server when this one is not in it (with federation). */
   knock(actor: Actor, roomIdOrAlias: string, options: { reason?: string; via?: readonly string[] } = {}): Promise<{ roomId: string }> {
     return knockRoom(this.core, actor, roomIdOrAlias, options, this.remoteJoins());
+  }
+
+  /** Removes the room's every row (admin purge); whether it was known. */
+  purgeRoom(roomId: string): Promise<boolean> {
+    return this.core.purgeRoom(roomId);
   }
 
   forget(actor: Actor, roomId: string): Promise<void> {

@@ -3,6 +3,7 @@
 
 import type { AccountsTables } from './tables/accounts.js';
 import type { AdminUsersTables } from './tables/admin-users.js';
+import type { AdminRoomsTables } from './tables/admin-rooms.js';
 import type { AppServiceTables } from './tables/appservice.js';
 import type { DeviceKeyTables } from './tables/device-keys.js';
 import type { ErasedUsersTables } from './tables/erased-users.js';
@@ -15,6 +16,7 @@ import type { MediaTables } from './tables/media.js';
 
 export type * from './tables/accounts.js';
 export type * from './tables/admin-users.js';
+export type * from './tables/admin-rooms.js';
 export type * from './tables/appservice.js';
 export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
@@ -43,4 +45,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, AdminUsersTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, AdminUsersTables, AdminRoomsTables {}

@@ -20,6 +20,7 @@ import { stateKey } from '../../protocol/events.js';
 import { resolveRoomIdOrAlias } from './alias-target.js';
 import type { RemoteJoiner } from './remote-join.js';
 import { inviterServerOf } from './remote-invite.js';
+import { refuseBlocked } from './blocked.js';
 
 export interface JoinOptions {
   readonly reason?: string;
@@ -47,12 +48,16 @@ export async function joinRoom(
     ...(options.content !== undefined ? { extra: options.content } : {}),
     guest: actor.isGuest === true,
   });
+  // A blocked room is refused before anyone is asked about it (it may be purged, unknown here).
+  if (roomIdOrAlias.startsWith('!')) await refuseBlocked(core, roomIdOrAlias);
   const target = remote === undefined ? undefined : await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
+  if (target !== undefined && target.roomId !== roomIdOrAlias) await refuseBlocked(core, target.roomId);
   if (target?.servers !== undefined) {
     await remote!.joiner.join(actor.userId, target.roomId, target.servers, content);
     return { roomId: target.roomId };
   }
   const roomId = target?.roomId ?? (await resolveRoomIdOrAlias(core, roomIdOrAlias));
+  if (target === undefined && roomId !== roomIdOrAlias) await refuseBlocked(core, roomId);
   // A restricted room: this server vouches for the join when the user is in an allowed room.
   const before = await core.head(roomId);
   await before.load([stateKey('m.room.join_rules', ''), stateKey('m.room.power_levels', '')]);

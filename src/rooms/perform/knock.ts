@@ -8,6 +8,7 @@ import type { RoomCore } from '../core.js';
 import { memberContent } from './member-event.js';
 import { resolveRoomIdOrAlias } from './alias-target.js';
 import { remoteTarget, type RemoteJoins } from './join.js';
+import { refuseBlocked } from './blocked.js';
 
 export async function knockRoom(
   core: RoomCore,
@@ -18,12 +19,16 @@ export async function knockRoom(
 ): Promise<{ roomId: string }> {
   const content = await memberContent(core, actor.userId, 'knock', options.reason === undefined ? {} : { reason: options.reason });
   // A room this server is not in is knocked on through one that is.
+  // A blocked room is refused before anyone is asked about it (it may be purged, unknown here).
+  if (roomIdOrAlias.startsWith('!')) await refuseBlocked(core, roomIdOrAlias);
   const target = remote === undefined ? undefined : await remoteTarget(core, remote, actor.userId, roomIdOrAlias, options.via ?? []);
+  if (target !== undefined && target.roomId !== roomIdOrAlias) await refuseBlocked(core, target.roomId);
   if (target?.servers !== undefined) {
     await remote!.joiner.knock(actor.userId, target.roomId, target.servers, content);
     return { roomId: target.roomId };
   }
   const roomId = target?.roomId ?? (await resolveRoomIdOrAlias(core, roomIdOrAlias));
+  if (target === undefined && roomId !== roomIdOrAlias) await refuseBlocked(core, roomId);
   await core.send(roomId, (head) => {
     if (!head.version.knockJoinRule) throw HearthError.forbidden(`Room version ${head.version.id} does not support knocking`);
     return {

@@ -21,6 +21,7 @@ import { remoteDeviceLists } from './015-remote-device-lists.js';
 import { appserviceQueues } from './016-appservice-queues.js';
 import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
 import { media } from './018-media.js';
+import { adminRooms } from './021-admin-rooms.js';
 
 import { adminUsers } from './020-admin-users.js';
 
@@ -29,7 +30,7 @@ export interface HearthMigration {
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, adminUsers];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, adminUsers, adminRooms];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 
