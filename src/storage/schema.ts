@@ -11,6 +11,7 @@ import type { StreamsTables } from './tables/streams.js';
 import type { UserDataTables } from './tables/user-data.js';
 import type { FederationTransactionTables } from './tables/federation-transactions.js';
 import type { MediaTables } from './tables/media.js';
+import type { SearchTables } from './tables/search.js';
 
 export type * from './tables/accounts.js';
 export type * from './tables/appservice.js';
@@ -18,6 +19,7 @@ export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
 export type * from './tables/media.js';
 export type * from './tables/pushers.js';
+export type * from './tables/search.js';
 export type * from './tables/rooms.js';
 export type * from './tables/streams.js';
 export type * from './tables/user-data.js';
@@ -41,4 +43,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, SearchTables {}
