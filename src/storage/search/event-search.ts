@@ -53,27 +53,35 @@ export interface SearchDocument {
 }
 
 /**
- * Adds documents (one already indexed is left as it is: the indexer may see a batch twice).
- * `config`: PostgreSQL's text search configuration.
+ * Adds documents (one already indexed is left as it is: the indexer may see a batch twice), many
+ * rows per statement. `config`: PostgreSQL's text search configuration.
  */
 export async function indexDocuments(db: Kysely<Schema>, dialect: DialectName, config: string, docs: readonly SearchDocument[]): Promise<void> {
   if (docs.length === 0) return;
   await db.transaction().execute(async (trx) => {
-    for (const d of docs) {
-      const row = { position: d.position, event_nid: d.eventNid, room_nid: d.roomNid, sender: d.sender, type: d.type, key: d.key };
+    for (let i = 0; i < docs.length; i += 500) {
+      let part = docs.slice(i, i + 500);
       if (dialect === 'postgres') {
-        await sql`insert into event_search (position, event_nid, room_nid, sender, type, key, vector)
-          values (${row.position}, ${row.event_nid}, ${row.room_nid}, ${row.sender}, ${row.type}, ${row.key}, to_tsvector(${config}::regconfig, ${d.value}))
-          on conflict do nothing`.execute(trx);
-      } else {
-        const r = await trx.insertInto('event_search').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
-        if (Number(r.numInsertedOrUpdatedRows ?? 0) > 0) await sql`insert into event_search_fts (rowid, value) values (${d.position}, ${d.value})`.execute(trx);
+        const values = part.map((d) => sql`(${d.position}, ${d.eventNid}, ${d.roomNid}, ${d.sender}, ${d.type}, ${d.key}, to_tsvector(${config}::regconfig, ${d.value}))`);
+        await sql`insert into event_search (position, event_nid, room_nid, sender, type, key, vector) values ${sql.join(values)} on conflict do nothing`.execute(trx);
+        continue;
       }
+      const known = await trx.selectFrom('event_search').select('position').where('position', 'in', part.map((d) => d.position)).execute();
+      if (known.length > 0) {
+        const skip = new Set(known.map((r) => Number(r.position)));
+        part = part.filter((d) => !skip.has(d.position));
+        if (part.length === 0) continue;
+      }
+      await trx
+        .insertInto('event_search')
+        .values(part.map((d) => ({ position: d.position, event_nid: d.eventNid, room_nid: d.roomNid, sender: d.sender, type: d.type, key: d.key })))
+        .execute();
+      await sql`insert into event_search_fts (rowid, value) values ${sql.join(part.map((d) => sql`(${d.position}, ${d.value})`))}`.execute(trx);
     }
   });
 }
 
-/** Removes the events with these ids from the index (redacted ones). */
+/** Removes these events, once redacted, from the index. */
 export async function unindexEvents(db: Kysely<Schema>, dialect: DialectName, eventIds: readonly string[]): Promise<void> {
   if (eventIds.length === 0) return;
   await db.transaction().execute(async (trx) => {
@@ -82,6 +90,8 @@ export async function unindexEvents(db: Kysely<Schema>, dialect: DialectName, ev
       .innerJoin('events as e', 'e.event_nid', 's.event_nid')
       .select('s.position')
       .where('e.event_id', 'in', eventIds)
+      // Only where the redaction applies (it set redacted_by): one its sender may not make keeps the event.
+      .where('e.redacted_by', 'is not', null)
       .execute();
     const positions = rows.map((r) => Number(r.position));
     if (positions.length === 0) return;
