@@ -15,7 +15,7 @@ import { positionOf, type StoredEvent } from '../stored-event.js';
 import { encodeTimelineToken } from '../tokens.js';
 import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
 import { StatesBefore } from '../visibility-at.js';
-import { loadVisibilityHistory } from './history.js';
+import { loadVisibilityHistories } from './history.js';
 import type { IgnoredUsersOf } from './messages.js';
 import { paginate } from './paginate.js';
 
@@ -92,14 +92,17 @@ export async function searchRoomEvents(
     ...(types !== undefined ? { types } : {}),
     ...(notTypes !== undefined ? { notTypes } : {}),
   };
+  // The count runs beside the page's reads (on PostgreSQL, on another connection).
+  const counting = countMatches(core.db, index.dialect, query);
+  counting.catch(() => undefined);
   const ignored = await ignoredUsers(userId);
   const histories = new Map<number, VisibilityHistory>();
   const statesBefore = new StatesBefore(core.db, userId);
-  const historyOf = async (roomNid: number) => {
-    let h = histories.get(roomNid);
-    if (h === undefined) histories.set(roomNid, (h = await loadVisibilityHistory(core.db, roomNid, userId)));
-    return h;
+  const loadHistories = async (roomNids: Iterable<number>) => {
+    const wanted = [...new Set(roomNids)].filter((nid) => !histories.has(nid));
+    if (wanted.length > 0) for (const [nid, h] of await loadVisibilityHistories(core.db, wanted, userId)) histories.set(nid, h);
   };
+  const historyOf = (roomNid: number) => histories.get(roomNid)!;
 
   // Matches, page by page, until `limit` are kept or the index (or the scan bound) runs out.
   const kept: { hit: SearchHit; event: StoredEvent }[] = [];
@@ -112,7 +115,7 @@ export async function searchRoomEvents(
     const hits = await searchIndex(core.db, index.dialect, query, { order: req.orderBy, offset: req.orderBy === 'rank' ? offset : 0, before, limit: batch });
     if (hits.length < batch) exhausted = true;
     const events = await core.reader.eventsByNids(hits.map((h) => h.eventNid));
-    await statesBefore.load([...events.values()]);
+    await Promise.all([statesBefore.load([...events.values()]), loadHistories(hits.map((h) => h.roomNid))]);
     let consumed = 0;
     for (const hit of hits) {
       consumed++;
@@ -123,7 +126,7 @@ export async function searchRoomEvents(
       if (e === undefined || e.redactedBy !== undefined || e.streamOrdering === undefined) continue;
       if (!matcher.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
       if (e.stateKey === undefined && ignored.has(e.sender)) continue;
-      if (!canSeeEvent(await historyOf(e.roomNid), statesBefore.visibilityEvent(e, positionOf(e)), userId)) continue;
+      if (!canSeeEvent(historyOf(e.roomNid), statesBefore.visibilityEvent(e, positionOf(e)), userId)) continue;
       kept.push({ hit, event: e });
       if (kept.length >= limit) break;
     }
@@ -142,12 +145,12 @@ export async function searchRoomEvents(
     const { hit, event } = kept[i]!;
     const result: SearchResult = { rank: hit.rank, result: clientEvents[i]! };
     if (req.eventContext !== undefined) {
-      result.context = await contextOf(core, event, req.eventContext, { history: await historyOf(event.roomNid), statesBefore, ignored, viewer, now });
+      result.context = await contextOf(core, event, req.eventContext, { history: historyOf(event.roomNid), statesBefore, ignored, viewer, now });
     }
     results.push(result);
   }
   const out: RoomEventsResults = {
-    count: await countMatches(core.db, index.dialect, query),
+    count: await counting,
     highlights: highlightsOf(words, kept.map((k) => k.event)),
     results,
   };

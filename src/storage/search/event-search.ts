@@ -165,10 +165,11 @@ export async function searchIndex(
       where s.vector @@ q.query and ${filters}
       order by ${order} limit ${page.limit} offset ${page.offset}`.execute(db));
   } else {
+    // CROSS JOIN keeps the full-text match the outer loop: SQLite would otherwise run it once per row of the rooms.
     const order = page.order === 'rank' ? sql`f.rank, f.rowid desc` : sql`f.rowid desc`;
     ({ rows } = await sql<(typeof rows)[number]>`
       select s.position, s.event_nid, s.room_nid, -f.rank as rank
-      from event_search_fts f join event_search s on s.position = f.rowid
+      from event_search_fts f cross join event_search s on s.position = f.rowid
       where event_search_fts match ${match} and ${filters}
       order by ${order} limit ${page.limit} offset ${page.offset}`.execute(db));
   }
@@ -183,7 +184,7 @@ export async function countMatches(db: Kysely<Schema>, dialect: DialectName, q: 
   const { rows } =
     dialect === 'postgres'
       ? await sql<{ n: number | string }>`select count(*) as n from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters}`.execute(db)
-      : await sql<{ n: number | string }>`select count(*) as n from event_search_fts f join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters}`.execute(db);
+      : await sql<{ n: number | string }>`select count(*) as n from event_search_fts f cross join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters}`.execute(db);
   return Number(rows[0]?.n ?? 0);
 }
 
