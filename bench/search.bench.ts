@@ -2,6 +2,7 @@
 // is reachable, PostgreSQL (a database of its own, dropped after).
 //
 //   npm run bench:search [-- <messages> [<searches>]]      (default 1,000,000 messages, 200 searches)
+//   BENCH_SEARCH_BACKENDS=sqlite (or postgres) runs one backend only.
 //
 // The fixture: the server (`hearth serve`, as npm start runs it) creates the user and 20 rooms
 // over HTTP and is stopped; then the messages are written straight into the events table, in
@@ -32,6 +33,7 @@ const SEARCHES = Number(process.argv[3] ?? 200);
 const ROOMS = 20;
 const VOCABULARY = 20_000;
 const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const BACKENDS = (process.env['BENCH_SEARCH_BACKENDS'] ?? 'sqlite,postgres').split(',');
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const row = (what: string, value: string) => console.log(`  ${what.padEnd(52)}  ${value}`);
@@ -205,21 +207,23 @@ async function measure(name: string, connectionString: string, dataDir: string):
   }
 }
 
-const sqliteDir = mkdtempSync(join(tmpdir(), 'hearth-bench-search-'));
-try {
-  await measure('SQLite, FTS5', `file:${join(sqliteDir, 'hearth.db')}`, sqliteDir);
-} finally {
-  rmSync(sqliteDir, { recursive: true, force: true });
+if (BACKENDS.includes('sqlite')) {
+  const sqliteDir = mkdtempSync(join(tmpdir(), 'hearth-bench-search-'));
+  try {
+    await measure('SQLite, FTS5', `file:${join(sqliteDir, 'hearth.db')}`, sqliteDir);
+  } finally {
+    rmSync(sqliteDir, { recursive: true, force: true });
+  }
 }
 
 const admin = new pg.Client({ connectionString: PG_URL });
-const reachable = await admin.connect().then(
+const reachable = BACKENDS.includes('postgres') && (await admin.connect().then(
   () => true,
   (err: unknown) => {
     console.log(`\nPostgreSQL not reachable at ${PG_URL} (${String(err)}): skipped`);
     return false;
   },
-);
+));
 if (reachable) {
   const name = `hearth_bench_search_${process.pid}`;
   const pgDir = mkdtempSync(join(tmpdir(), 'hearth-bench-search-'));

@@ -142,6 +142,13 @@ function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
 }
 
 /**
+ * Matches ranked, and counted, at most: the newest this many of a term (in the rooms searched).
+ * Ranking every match of a word found in half the messages would take seconds; a word that common
+ * ranks among its newest matches, and its count reads as "at least" this.
+ */
+export const MATCH_WINDOW = 20_000;
+
+/**
  * One page of matches: by rank (best first, `offset` matches skipped) or by recency (newest first,
  * below the position `before`).
  */
@@ -158,33 +165,51 @@ export async function searchIndex(
   const filters = sql.join(where, sql` and `);
   let rows: { position: number | string; event_nid: number | string; room_nid: number | string; rank: number | string }[];
   if (dialect === 'postgres') {
-    const order = page.order === 'rank' ? sql`rank desc, s.position desc` : sql`s.position desc`;
-    ({ rows } = await sql<(typeof rows)[number]>`
-      select s.position, s.event_nid, s.room_nid, ts_rank_cd(s.vector, q.query) as rank
-      from event_search s, to_tsquery(${q.config}::regconfig, ${match}) as q(query)
-      where s.vector @@ q.query and ${filters}
-      order by ${order} limit ${page.limit} offset ${page.offset}`.execute(db));
+    ({ rows } =
+      page.order === 'rank'
+        ? await sql<(typeof rows)[number]>`
+          with q as (select to_tsquery(${q.config}::regconfig, ${match}) as query),
+          newest as (select s.position, s.event_nid, s.room_nid, s.vector from event_search s, q where s.vector @@ q.query and ${filters} order by s.position desc limit ${MATCH_WINDOW})
+          select n.position, n.event_nid, n.room_nid, ts_rank_cd(n.vector, q.query) as rank from newest n, q
+          order by rank desc, n.position desc limit ${page.limit} offset ${page.offset}`.execute(db)
+        : await sql<(typeof rows)[number]>`
+          select s.position, s.event_nid, s.room_nid, 0 as rank from event_search s
+          where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters}
+          order by s.position desc limit ${page.limit}`.execute(db));
   } else {
-    // CROSS JOIN keeps the full-text match the outer loop: SQLite would otherwise run it once per row of the rooms.
-    const order = page.order === 'rank' ? sql`f.rank, f.rowid desc` : sql`f.rowid desc`;
-    ({ rows } = await sql<(typeof rows)[number]>`
-      select s.position, s.event_nid, s.room_nid, -f.rank as rank
-      from event_search_fts f cross join event_search s on s.position = f.rowid
-      where event_search_fts match ${match} and ${filters}
-      order by ${order} limit ${page.limit} offset ${page.offset}`.execute(db));
+    // CROSS JOIN keeps the full-text match the outer loop (SQLite would otherwise run it once per
+    // row of the rooms); FTS5 walks its matches newest first, so the window costs its size only.
+    ({ rows } =
+      page.order === 'rank'
+        ? await sql<(typeof rows)[number]>`
+          with newest as materialized (
+            select s.position, s.event_nid, s.room_nid, bm25(event_search_fts) as score
+            from event_search_fts f cross join event_search s on s.position = f.rowid
+            where event_search_fts match ${match} and ${filters}
+            order by f.rowid desc limit ${MATCH_WINDOW})
+          select position, event_nid, room_nid, -score as rank from newest
+          order by score, position desc limit ${page.limit} offset ${page.offset}`.execute(db)
+        : await sql<(typeof rows)[number]>`
+          select s.position, s.event_nid, s.room_nid, 0 as rank
+          from event_search_fts f cross join event_search s on s.position = f.rowid
+          where event_search_fts match ${match} and ${filters}
+          order by f.rowid desc limit ${page.limit}`.execute(db));
   }
   return rows.map((r) => ({ position: Number(r.position), eventNid: Number(r.event_nid), roomNid: Number(r.room_nid), rank: Number(r.rank) }));
 }
 
-/** How many indexed events match (before history visibility is applied: an estimate, as the spec allows). */
+/**
+ * How many indexed events match, up to MATCH_WINDOW, before history visibility is applied: an
+ * estimate, as the spec allows.
+ */
 export async function countMatches(db: Kysely<Schema>, dialect: DialectName, q: SearchQuery): Promise<number> {
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return 0;
   const match = matchQuery(dialect, q.words);
   const filters = sql.join(conditions(q, 's'), sql` and `);
   const { rows } =
     dialect === 'postgres'
-      ? await sql<{ n: number | string }>`select count(*) as n from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters}`.execute(db)
-      : await sql<{ n: number | string }>`select count(*) as n from event_search_fts f cross join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters}`.execute(db);
+      ? await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters} limit ${MATCH_WINDOW}) m`.execute(db)
+      : await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search_fts f cross join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters} limit ${MATCH_WINDOW})`.execute(db);
   return Number(rows[0]?.n ?? 0);
 }
 
