@@ -161,6 +161,31 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(new Set(bodies(await search(alice, 'walrus'))), new Set(['walrus said before the join', 'walrus said after the join']));
     });
 
+    test('matches hidden by history visibility are skipped across pages, in both orders', async () => {
+      const room = (
+        await alice.ok('POST', '/createRoom', {
+          preset: 'private_chat',
+          initial_state: [{ type: 'm.room.history_visibility', state_key: '', content: { history_visibility: 'joined' } }],
+        })
+      ).room_id;
+      for (let i = 0; i < 30; i++) await alice.send(room, { msgtype: 'm.text', body: `narwhal hidden ${i}` }, `h${i}`);
+      await alice.ok('POST', `/rooms/${enc(room)}/invite`, { user_id: bob.userId });
+      await bob.ok('POST', `/join/${enc(room)}`, {});
+      for (let i = 0; i < 3; i++) await alice.send(room, { msgtype: 'm.text', body: `narwhal shown ${i}` }, `v${i}`);
+      for (const order of ['rank', 'recent']) {
+        const seen: string[] = [];
+        let next: string | undefined;
+        let pages = 0;
+        do {
+          const page = await search(bob, 'narwhal', { order_by: order, filter: { limit: 2 } }, next);
+          seen.push(...bodies(page));
+          next = page.next_batch;
+          pages++;
+        } while (next !== undefined && pages < 10);
+        assert.deepEqual(seen.sort(), ['narwhal shown 0', 'narwhal shown 1', 'narwhal shown 2'], order);
+      }
+    });
+
     test('a redacted event is no longer found', async () => {
       const eventId = await alice.send(shared, { msgtype: 'm.text', body: 'ephemeral platypus' }, 'r1');
       assert.deepEqual(bodies(await search(bob, 'platypus')), ['ephemeral platypus']);

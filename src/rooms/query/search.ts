@@ -112,7 +112,7 @@ export async function searchRoomEvents(
   let scanned = 0;
   while (kept.length < limit && !exhausted && scanned < SCAN_LIMIT) {
     const batch = Math.min(500, Math.max(20, (limit - kept.length) * 3));
-    const hits = await searchIndex(core.db, index.dialect, query, { order: req.orderBy, offset: req.orderBy === 'rank' ? offset : 0, before, limit: batch });
+    const hits = await searchIndex(core.db, index.dialect, query, req.orderBy === 'rank' ? { order: 'rank', offset, before: undefined, limit: batch } : { order: 'recent', offset: 0, before, limit: batch });
     if (hits.length < batch) exhausted = true;
     const events = await core.reader.eventsByNids(hits.map((h) => h.eventNid));
     await Promise.all([statesBefore.load([...events.values()]), loadHistories(hits.map((h) => h.roomNid))]);

@@ -161,7 +161,8 @@ export async function searchIndex(
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return [];
   const match = matchQuery(dialect, q.words);
   const where = conditions(q, 's');
-  if (page.before !== undefined) where.push(sql`s.position < ${page.before}`);
+  // On SQLite said of the FTS rowid too, so that FTS5 starts its walk there.
+  if (page.before !== undefined) where.push(dialect === 'sqlite' ? sql`f.rowid < ${page.before}` : sql`s.position < ${page.before}`);
   const filters = sql.join(where, sql` and `);
   let rows: { position: number | string; event_nid: number | string; room_nid: number | string; rank: number | string }[];
   if (dialect === 'postgres') {
