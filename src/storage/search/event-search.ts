@@ -146,7 +146,7 @@ function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
  * Ranking every match of a word found in half the messages would take seconds; a word that common
  * ranks among its newest matches, and its count reads as "at least" this.
  */
-export const MATCH_WINDOW = 20_000;
+export const MATCH_WINDOW = 10_000;
 
 /**
  * One page of matches: by rank (best first, `offset` matches skipped) or by recency (newest first,
