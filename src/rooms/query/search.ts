@@ -132,7 +132,7 @@ export async function searchRoomEvents(
     }
     if (consumed < hits.length) exhausted = false;
   }
-  const next = exhausted ? undefined : encodeSearchCursor({ order: req.orderBy, offset, before });
+  const next = exhausted || limit === 0 ? undefined : encodeSearchCursor({ order: req.orderBy, offset, before });
 
   const now = core.now();
   const viewer = { userId, deviceId: actor.deviceId };
