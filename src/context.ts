@@ -118,6 +118,8 @@ import { WhoisService } from './users/whois.js';
 import { roomKeyRoutes } from './client/room-keys/index.js';
 import { CrossSigningService, passwordAuth } from './users/cross-signing.js';
 import { KeyBackupService } from './users/key-backup.js';
+import { SearchService } from './rooms/search-service.js';
+import { searchRoutes } from './client/search/index.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
 export interface Log {
@@ -437,6 +439,17 @@ async function buildParts(
   // The admin API's rooms: deletions left unfinished by a stop are marked failed.
   const shutdowns = new RoomShutdowns({ rooms: roomService, serverName, log: core.log });
   await shutdowns.start();
+  // Message search: indexed from the events stream, apart from the send path.
+  const search = new SearchService({
+    db,
+    dialect: core.database.dialect,
+    bus: notifier,
+    rooms: roomService,
+    enabled: config.sync_api.search.enabled,
+    language: config.sync_api.search.language,
+    log: core.log,
+  });
+  await search.start();
 
   const parts: ServerPart[] = [
     {
@@ -497,6 +510,7 @@ async function buildParts(
       },
     },
     { name: 'sync', routes: syncRoutes({ sync }), stopping: () => sync.stopping() },
+    { name: 'search', routes: searchRoutes({ search }), close: () => search.stop() },
     { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })], close: () => remoteDeviceLists?.close() },
     {
       name: 'legacy',

@@ -51,6 +51,8 @@ import { eventContext, roomEvent, type EventContext } from './query/events.js';
 import { joinedMembers, joinedRooms, roomMembers, type JoinedMember, type MembersRequest } from './query/members.js';
 import { ignoresNobody, roomMessages, type IgnoredUsersOf, type MessagesRequest, type MessagesResponse } from './query/messages.js';
 import { roomState, roomStateEvent } from './query/state.js';
+import { searchRoomEvents, type RoomEventsResults, type SearchIndexConfig } from './query/search.js';
+import type { RoomEventsSearch } from '../protocol/search.js';
 import type { RoomEventFilter } from '../protocol/filters.js';
 import type { RoomReader } from './reader.js';
 import { EventReceiver, type ReceiveOutcome } from './input/receive.js';
@@ -273,6 +275,11 @@ export class RoomService {
 
   context(actor: Actor, roomId: string, eventId: string, options: { limit: number; filter?: RoomEventFilter }): Promise<EventContext> {
     return eventContext(this.core, actor, roomId, eventId, options, this.ignoredUsers);
+  }
+
+  /** A room_events search over the rooms the user is or was in, as they may see them. */
+  search(actor: Actor, index: SearchIndexConfig, request: RoomEventsSearch, nextBatch: string | undefined): Promise<RoomEventsResults> {
+    return searchRoomEvents(this.core, index, actor, request, nextBatch, this.ignoredUsers);
   }
 
   /**

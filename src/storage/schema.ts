@@ -13,6 +13,7 @@ import type { StreamsTables } from './tables/streams.js';
 import type { UserDataTables } from './tables/user-data.js';
 import type { FederationTransactionTables } from './tables/federation-transactions.js';
 import type { MediaTables } from './tables/media.js';
+import type { SearchTables } from './tables/search.js';
 
 export type * from './tables/accounts.js';
 export type * from './tables/admin-users.js';
@@ -22,6 +23,7 @@ export type * from './tables/device-keys.js';
 export type * from './tables/erased-users.js';
 export type * from './tables/media.js';
 export type * from './tables/pushers.js';
+export type * from './tables/search.js';
 export type * from './tables/rooms.js';
 export type * from './tables/streams.js';
 export type * from './tables/user-data.js';
@@ -45,4 +47,4 @@ export interface ServerKeysTables {
   server_keys: ServerKeysTable;
 }
 
-export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, AdminUsersTables, AdminRoomsTables {}
+export interface Schema extends AccountsTables, StreamsTables, RoomsTables, UserDataTables, DeviceKeyTables, ErasedUsersTables, PusherTables, ServerKeysTables, FederationTransactionTables, AppServiceTables, MediaTables, AdminUsersTables, AdminRoomsTables, SearchTables {}

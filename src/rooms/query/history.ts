@@ -10,14 +10,21 @@ import { canSeeEvent, stateChanges, type VisibilityHistory } from '../visibility
 
 /** As sync reads it: the entries' events and their current-state changes (a merge of forks changes them too). */
 export async function loadVisibilityHistory(db: Kysely<Schema>, roomNid: number, userId: string): Promise<VisibilityHistory> {
+  return (await loadVisibilityHistories(db, [roomNid], userId)).get(roomNid)!;
+}
+
+/** The same for several rooms in two statements (a search's results span rooms). */
+export async function loadVisibilityHistories(db: Kysely<Schema>, roomNids: readonly number[], userId: string): Promise<Map<number, VisibilityHistory>> {
   const [vis, mem] = await Promise.all([
-    stateEntryHistories(db, [roomNid], 'm.room.history_visibility', ''),
-    stateEntryHistories(db, [roomNid], 'm.room.member', userId),
+    stateEntryHistories(db, roomNids, 'm.room.history_visibility', ''),
+    stateEntryHistories(db, roomNids, 'm.room.member', userId),
   ]);
-  return {
-    visibility: stateChanges(vis.get(roomNid), 'history_visibility', ''),
-    membership: stateChanges(mem.get(roomNid), 'membership', 'leave'),
-  };
+  return new Map(
+    roomNids.map((nid) => [
+      nid,
+      { visibility: stateChanges(vis.get(nid), 'history_visibility', ''), membership: stateChanges(mem.get(nid), 'membership', 'leave') },
+    ]),
+  );
 }
 
 /** The events `userId` may see, in their order. */

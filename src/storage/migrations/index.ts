@@ -21,16 +21,16 @@ import { remoteDeviceLists } from './015-remote-device-lists.js';
 import { appserviceQueues } from './016-appservice-queues.js';
 import { appserviceEphemeral } from './017-appservice-ephemeral-directory.js';
 import { media } from './018-media.js';
-import { adminRooms } from './021-admin-rooms.js';
-
+import { search } from './019-search.js';
 import { adminUsers } from './020-admin-users.js';
+import { adminRooms } from './021-admin-rooms.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, adminUsers, adminRooms];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

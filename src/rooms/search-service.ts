@@ -1,0 +1,117 @@
+// Message search: the indexer and the POST /search service.
+//
+// The indexer is a durable consumer of the events stream (streams/consumer.ts), apart from the
+// send path: it indexes the text of m.room.message (content.body), m.room.name and m.room.topic
+// events and takes redacted events out. Started at position 0 on a database without the index, it
+// indexes everything stored before: that is the upgrade path too.
+//
+// A search sees what was sent before it: it first waits (up to WAIT_MS) for the indexer to reach
+// the events position current when it arrived.
+
+import type { Kysely } from 'kysely';
+import { HearthError } from '../protocol/errors.js';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { parseSearchRequest } from '../protocol/search.js';
+import type { DialectName } from '../storage/database.js';
+import type { Schema } from '../storage/schema.js';
+import { indexableAfter, indexDocuments, SEARCHED_FIELDS, textSearchConfig, unindexEvents, type IndexableRow, type SearchDocument } from '../storage/search/event-search.js';
+import type { StreamBus } from '../streams/bus.js';
+import { StreamConsumer } from '../streams/consumer.js';
+import type { Actor } from './actor.js';
+import type { RoomService } from './service.js';
+
+const CONSUMER_NAME = 'search-index';
+const BATCH = 500;
+/** How long a search waits for the indexer to reach the events sent before it. */
+const WAIT_MS = 2_000;
+
+export interface SearchServiceOptions {
+  readonly db: Kysely<Schema>;
+  readonly dialect: DialectName;
+  readonly bus: StreamBus;
+  readonly rooms: RoomService;
+  /** `sync_api.search.enabled`: off, nothing is indexed and searches are refused. */
+  readonly enabled: boolean;
+  /** `sync_api.search.language` (ISO 639). */
+  readonly language: string;
+  readonly log: { warn(message: string, details?: object): void };
+}
+
+/** The index documents of a batch, and the events its redactions took out. */
+export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocument[]; redacted: string[] } {
+  const docs: SearchDocument[] = [];
+  const redacted: string[] = [];
+  for (const r of rows) {
+    if (r.type === 'm.room.redaction') {
+      if (r.redacts !== null) redacted.push(r.redacts);
+      else {
+        // Room versions 11 and later carry `redacts` in the content.
+        const content = (JSON.parse(r.json) as { content?: unknown }).content;
+        if (isJsonObject(content) && typeof content['redacts'] === 'string') redacted.push(content['redacts']);
+      }
+      continue;
+    }
+    const key = SEARCHED_FIELDS[r.type];
+    if (key === undefined || r.redacted_by !== null) continue;
+    if (r.type !== 'm.room.message' && r.state_key !== '') continue;
+    const content = (JSON.parse(r.json) as { content?: unknown }).content;
+    const value = isJsonObject(content) ? content[key.slice('content.'.length)] : undefined;
+    if (typeof value !== 'string' || value.trim() === '') continue;
+    docs.push({ position: r.position, eventNid: r.event_nid, roomNid: r.room_nid, sender: r.sender, type: r.type, key, value });
+  }
+  return { docs, redacted };
+}
+
+export class SearchService {
+  private readonly consumer: StreamConsumer<IndexableRow>;
+  private readonly config: string;
+  /** The position of the last batch indexed. */
+  private indexed = 0;
+
+  constructor(private readonly options: SearchServiceOptions) {
+    this.config = textSearchConfig(options.language);
+    this.consumer = new StreamConsumer<IndexableRow>({
+      name: CONSUMER_NAME,
+      stream: 'events',
+      db: options.db,
+      bus: options.bus,
+      batchSize: BATCH,
+      log: options.log,
+      read: (after, limit) => indexableAfter(options.db, after, limit),
+      handle: async (rows) => {
+        const { docs, redacted } = documentsOf(rows);
+        await indexDocuments(options.db, options.dialect, this.config, docs);
+        await unindexEvents(options.db, options.dialect, redacted);
+        this.indexed = rows[rows.length - 1]!.position;
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.options.enabled) await this.consumer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.stop();
+  }
+
+  /** POST /search. */
+  async search(actor: Actor, body: JsonObject, nextBatch: string | undefined): Promise<JsonObject> {
+    // Synapse answers a server with search turned off this way too (400 M_UNKNOWN).
+    if (!this.options.enabled) throw new HearthError(400, 'M_UNKNOWN', 'Search is disabled on this server');
+    const request = parseSearchRequest(body);
+    if (request.roomEvents === undefined) return { search_categories: {} };
+    await this.caughtUp(this.options.bus.current().events);
+    const index = { dialect: this.options.dialect, textSearchConfig: this.config };
+    const roomEvents = await this.options.rooms.search(actor, index, request.roomEvents, nextBatch);
+    return { search_categories: { room_events: roomEvents as unknown as JsonObject } };
+  }
+
+  /** Waits until the index holds the events up to `position`, or the indexer has nothing left to read, at most WAIT_MS. */
+  private async caughtUp(position: number): Promise<void> {
+    const deadline = Date.now() + WAIT_MS;
+    while (Math.max(this.indexed, this.consumer.position) < position && !this.consumer.idle && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+}

@@ -1,0 +1,233 @@
+// The message search index (tables/search.ts): what the indexer reads from the events stream, its
+// writes, and the searches. SQLite matches with FTS5 (bm25 rank), PostgreSQL with a tsvector under
+// a GIN index (ts_rank_cd) in the text search configuration the language names.
+
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { DialectName } from '../database.js';
+import type { SearchKey } from '../../protocol/search.js';
+import type { Schema } from '../schema.js';
+
+/** The event types whose text is indexed, by the field indexed. */
+export const SEARCHED_FIELDS: Readonly<Record<string, SearchKey>> = {
+  'm.room.message': 'content.body',
+  'm.room.name': 'content.name',
+  'm.room.topic': 'content.topic',
+};
+
+
+/** A timeline event the indexer looks at: searchable ones and redactions. */
+export interface IndexableRow {
+  readonly position: number;
+  readonly event_nid: number;
+  readonly room_nid: number;
+  readonly type: string;
+  readonly sender: string;
+  readonly json: string;
+  readonly redacts: string | null;
+  readonly redacted_by: string | null;
+  readonly state_key: string | null;
+}
+
+/** Searchable events and redactions after `after`, in position order, at most `limit`. */
+export async function indexableAfter(db: Kysely<Schema>, after: number, limit: number): Promise<IndexableRow[]> {
+  const rows = await db
+    .selectFrom('events')
+    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key'])
+    .where('stream_ordering', '>', after)
+    .where('status', '=', 'timeline')
+    .where('type', 'in', [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'])
+    .orderBy('stream_ordering')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, position: Number(r.stream_ordering), event_nid: Number(r.event_nid), room_nid: Number(r.room_nid) }));
+}
+
+export interface SearchDocument {
+  readonly position: number;
+  readonly eventNid: number;
+  readonly roomNid: number;
+  readonly sender: string;
+  readonly type: string;
+  readonly key: SearchKey;
+  readonly value: string;
+}
+
+/**
+ * Adds documents (one already indexed is left as it is: the indexer may see a batch twice), many
+ * rows per statement. `config`: PostgreSQL's text search configuration.
+ */
+export async function indexDocuments(db: Kysely<Schema>, dialect: DialectName, config: string, docs: readonly SearchDocument[]): Promise<void> {
+  if (docs.length === 0) return;
+  await db.transaction().execute(async (trx) => {
+    for (let i = 0; i < docs.length; i += 500) {
+      let part = docs.slice(i, i + 500);
+      if (dialect === 'postgres') {
+        const values = part.map((d) => sql`(${d.position}, ${d.eventNid}, ${d.roomNid}, ${d.sender}, ${d.type}, ${d.key}, to_tsvector(${config}::regconfig, ${d.value}))`);
+        await sql`insert into event_search (position, event_nid, room_nid, sender, type, key, vector) values ${sql.join(values)} on conflict do nothing`.execute(trx);
+        continue;
+      }
+      const known = await trx.selectFrom('event_search').select('position').where('position', 'in', part.map((d) => d.position)).execute();
+      if (known.length > 0) {
+        const skip = new Set(known.map((r) => Number(r.position)));
+        part = part.filter((d) => !skip.has(d.position));
+        if (part.length === 0) continue;
+      }
+      await trx
+        .insertInto('event_search')
+        .values(part.map((d) => ({ position: d.position, event_nid: d.eventNid, room_nid: d.roomNid, sender: d.sender, type: d.type, key: d.key })))
+        .execute();
+      await sql`insert into event_search_fts (rowid, value) values ${sql.join(part.map((d) => sql`(${d.position}, ${d.value})`))}`.execute(trx);
+    }
+  });
+}
+
+/** Removes these events, once redacted, from the index. */
+export async function unindexEvents(db: Kysely<Schema>, dialect: DialectName, eventIds: readonly string[]): Promise<void> {
+  if (eventIds.length === 0) return;
+  await db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('event_search as s')
+      .innerJoin('events as e', 'e.event_nid', 's.event_nid')
+      .select('s.position')
+      .where('e.event_id', 'in', eventIds)
+      // Only where the redaction applies (it set redacted_by): one its sender may not make keeps the event.
+      .where('e.redacted_by', 'is not', null)
+      .execute();
+    const positions = rows.map((r) => Number(r.position));
+    if (positions.length === 0) return;
+    await trx.deleteFrom('event_search').where('position', 'in', positions).execute();
+    if (dialect === 'sqlite') await sql`delete from event_search_fts where rowid in (${sql.join(positions)})`.execute(trx);
+  });
+}
+
+/** Words of a search term: runs of letters and digits (what both backends' parsers keep). */
+export function searchWords(term: string): string[] {
+  return [...new Set((term.normalize('NFC').match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 20);
+}
+
+/** Every word must match, each as a word or a word's beginning. */
+function matchQuery(dialect: DialectName, words: readonly string[]): string {
+  return dialect === 'postgres' ? words.map((w) => `${w}:*`).join(' & ') : words.map((w) => `"${w}"*`).join(' ');
+}
+
+export interface SearchQuery {
+  readonly words: readonly string[];
+  /** PostgreSQL's text search configuration. */
+  readonly config: string;
+  readonly roomNids: readonly number[];
+  readonly keys: readonly SearchKey[];
+  readonly senders?: readonly string[];
+  readonly notSenders?: readonly string[];
+  /** Exact types (patterns are matched by the caller). */
+  readonly types?: readonly string[];
+  readonly notTypes?: readonly string[];
+}
+
+export interface SearchHit {
+  readonly position: number;
+  readonly eventNid: number;
+  readonly roomNid: number;
+  /** Higher is better. */
+  readonly rank: number;
+}
+
+function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
+  const col = (c: string) => sql.ref(`${alias}.${c}`);
+  const out: RawBuilder<unknown>[] = [sql`${col('room_nid')} in (${sql.join(q.roomNids)})`, sql`${col('key')} in (${sql.join(q.keys)})`];
+  if (q.senders !== undefined) out.push(q.senders.length === 0 ? sql`1 = 0` : sql`${col('sender')} in (${sql.join(q.senders)})`);
+  if (q.notSenders !== undefined && q.notSenders.length > 0) out.push(sql`${col('sender')} not in (${sql.join(q.notSenders)})`);
+  if (q.types !== undefined) out.push(q.types.length === 0 ? sql`1 = 0` : sql`${col('type')} in (${sql.join(q.types)})`);
+  if (q.notTypes !== undefined && q.notTypes.length > 0) out.push(sql`${col('type')} not in (${sql.join(q.notTypes)})`);
+  return out;
+}
+
+/**
+ * Matches ranked, and counted, at most: the newest this many of a term (in the rooms searched).
+ * Ranking every match of a word found in half the messages would take seconds; a word that common
+ * ranks among its newest matches, and its count reads as "at least" this.
+ */
+export const MATCH_WINDOW = 10_000;
+
+/**
+ * One page of matches: by rank (best first, `offset` matches skipped) or by recency (newest first,
+ * below the position `before`).
+ */
+export async function searchIndex(
+  db: Kysely<Schema>,
+  dialect: DialectName,
+  q: SearchQuery,
+  page: { readonly order: 'rank' | 'recent'; readonly offset: number; readonly before: number | undefined; readonly limit: number },
+): Promise<SearchHit[]> {
+  if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return [];
+  const match = matchQuery(dialect, q.words);
+  const where = conditions(q, 's');
+  // On SQLite said of the FTS rowid too, so that FTS5 starts its walk there.
+  if (page.before !== undefined) where.push(dialect === 'sqlite' ? sql`f.rowid < ${page.before}` : sql`s.position < ${page.before}`);
+  const filters = sql.join(where, sql` and `);
+  let rows: { position: number | string; event_nid: number | string; room_nid: number | string; rank: number | string }[];
+  if (dialect === 'postgres') {
+    ({ rows } =
+      page.order === 'rank'
+        ? await sql<(typeof rows)[number]>`
+          with q as (select to_tsquery(${q.config}::regconfig, ${match}) as query),
+          newest as (select s.position, s.event_nid, s.room_nid, s.vector from event_search s, q where s.vector @@ q.query and ${filters} order by s.position desc limit ${MATCH_WINDOW})
+          select n.position, n.event_nid, n.room_nid, ts_rank_cd(n.vector, q.query) as rank from newest n, q
+          order by rank desc, n.position desc limit ${page.limit} offset ${page.offset}`.execute(db)
+        : await sql<(typeof rows)[number]>`
+          select s.position, s.event_nid, s.room_nid, 0 as rank from event_search s
+          where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters}
+          order by s.position desc limit ${page.limit}`.execute(db));
+  } else {
+    // CROSS JOIN keeps the full-text match the outer loop (SQLite would otherwise run it once per
+    // row of the rooms); FTS5 walks its matches newest first, so the window costs its size only.
+    ({ rows } =
+      page.order === 'rank'
+        ? await sql<(typeof rows)[number]>`
+          with newest as materialized (
+            select s.position, s.event_nid, s.room_nid, bm25(event_search_fts) as score
+            from event_search_fts f cross join event_search s on s.position = f.rowid
+            where event_search_fts match ${match} and ${filters}
+            order by f.rowid desc limit ${MATCH_WINDOW})
+          select position, event_nid, room_nid, -score as rank from newest
+          order by score, position desc limit ${page.limit} offset ${page.offset}`.execute(db)
+        : await sql<(typeof rows)[number]>`
+          select s.position, s.event_nid, s.room_nid, 0 as rank
+          from event_search_fts f cross join event_search s on s.position = f.rowid
+          where event_search_fts match ${match} and ${filters}
+          order by f.rowid desc limit ${page.limit}`.execute(db));
+  }
+  return rows.map((r) => ({ position: Number(r.position), eventNid: Number(r.event_nid), roomNid: Number(r.room_nid), rank: Number(r.rank) }));
+}
+
+/**
+ * How many indexed events match, up to MATCH_WINDOW, before history visibility is applied: an
+ * estimate, as the spec allows.
+ */
+export async function countMatches(db: Kysely<Schema>, dialect: DialectName, q: SearchQuery): Promise<number> {
+  if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return 0;
+  const match = matchQuery(dialect, q.words);
+  const filters = sql.join(conditions(q, 's'), sql` and `);
+  const { rows } =
+    dialect === 'postgres'
+      ? await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters} limit ${MATCH_WINDOW}) m`.execute(db)
+      : await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search_fts f cross join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters} limit ${MATCH_WINDOW})`.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** PostgreSQL's text search configuration for an ISO 639 language code; 'simple' for others. */
+export function textSearchConfig(language: string): string {
+  return TEXT_SEARCH_CONFIGS[language.toLowerCase()] ?? 'simple';
+}
+
+const TEXT_SEARCH_CONFIGS: Readonly<Record<string, string>> = {
+  ar: 'arabic', hy: 'armenian', eu: 'basque', ca: 'catalan', da: 'danish', nl: 'dutch', en: 'english', fi: 'finnish',
+  fr: 'french', de: 'german', el: 'greek', hi: 'hindi', hu: 'hungarian', id: 'indonesian', ga: 'irish', it: 'italian',
+  lt: 'lithuanian', ne: 'nepali', no: 'norwegian', nb: 'norwegian', nn: 'norwegian', pt: 'portuguese', ro: 'romanian',
+  ru: 'russian', sr: 'serbian', es: 'spanish', sv: 'swedish', ta: 'tamil', tr: 'turkish', yi: 'yiddish',
+  // Three-letter codes (ISO 639-2) of the same languages.
+  ara: 'arabic', arm: 'armenian', hye: 'armenian', baq: 'basque', eus: 'basque', cat: 'catalan', dan: 'danish', dut: 'dutch',
+  nld: 'dutch', eng: 'english', fin: 'finnish', fre: 'french', fra: 'french', ger: 'german', deu: 'german', gre: 'greek',
+  ell: 'greek', hin: 'hindi', hun: 'hungarian', ind: 'indonesian', gle: 'irish', ita: 'italian', lit: 'lithuanian',
+  nep: 'nepali', nor: 'norwegian', por: 'portuguese', rum: 'romanian', ron: 'romanian', rus: 'russian', srp: 'serbian',
+  spa: 'spanish', swe: 'swedish', tam: 'tamil', tur: 'turkish', yid: 'yiddish',
+};
