@@ -22,6 +22,11 @@ import type { RoomService } from './service.js';
 
 const CONSUMER_NAME = 'search-index';
 const BATCH = 500;
+/**
+ * After a wake, how long the indexer lets events gather before reading them: indexing them one
+ * by one cost a busy room's sends about 40% of their throughput. A search pokes it at once.
+ */
+const GATHER_MS = 250;
 /** How long a search waits for the indexer to reach the events sent before it. */
 const WAIT_MS = 2_000;
 
@@ -76,6 +81,7 @@ export class SearchService {
       db: options.db,
       bus: options.bus,
       batchSize: BATCH,
+      gatherMs: GATHER_MS,
       log: options.log,
       read: (after, limit) => indexableAfter(options.db, after, limit),
       handle: async (rows) => {
@@ -110,6 +116,7 @@ export class SearchService {
   /** Waits until the index holds the events up to `position`, or the indexer has nothing left to read, at most WAIT_MS. */
   private async caughtUp(position: number): Promise<void> {
     const deadline = Date.now() + WAIT_MS;
+    if (Math.max(this.indexed, this.consumer.position) < position) this.consumer.poke();
     while (Math.max(this.indexed, this.consumer.position) < position && !this.consumer.idle && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
