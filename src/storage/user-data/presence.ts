@@ -40,6 +40,22 @@ export async function upsertPresence(db: Kysely<Schema>, row: PresenceRow): Prom
 
 const USER_BATCH = 500;
 
+/** Presence rows with the user's display name and avatar. */
+function withProfiles(db: Kysely<Schema>) {
+  return db
+    .selectFrom('presence')
+    .leftJoin('profiles', 'profiles.user_id', 'presence.user_id')
+    .select([
+      'presence.user_id',
+      'presence.state',
+      'presence.status_msg',
+      'presence.last_active_ts',
+      'presence.stream_position',
+      'profiles.displayname',
+      'profiles.avatar_url',
+    ]);
+}
+
 /**
  * Presence (with display name and avatar) of these users changed after `afterPosition`, or all of
  * it when `afterPosition` is 0.
@@ -51,18 +67,7 @@ export async function selectPresenceSince(
 ): Promise<PresenceWithProfile[]> {
   const out: PresenceWithProfile[] = [];
   for (let i = 0; i < userIds.length; i += USER_BATCH) {
-    const rows = await db
-      .selectFrom('presence')
-      .leftJoin('profiles', 'profiles.user_id', 'presence.user_id')
-      .select([
-        'presence.user_id',
-        'presence.state',
-        'presence.status_msg',
-        'presence.last_active_ts',
-        'presence.stream_position',
-        'profiles.displayname',
-        'profiles.avatar_url',
-      ])
+    const rows = await withProfiles(db)
       .where('presence.user_id', 'in', userIds.slice(i, i + USER_BATCH))
       .where('presence.stream_position', '>', afterPosition)
       .execute();
@@ -73,18 +78,7 @@ export async function selectPresenceSince(
 
 /** Presence (with profile) of everyone, changed in (after, upTo], in position order, at most `limit`. */
 export async function selectPresenceAfter(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<PresenceWithProfile[]> {
-  const rows = await db
-    .selectFrom('presence')
-    .leftJoin('profiles', 'profiles.user_id', 'presence.user_id')
-    .select([
-      'presence.user_id',
-      'presence.state',
-      'presence.status_msg',
-      'presence.last_active_ts',
-      'presence.stream_position',
-      'profiles.displayname',
-      'profiles.avatar_url',
-    ])
+  const rows = await withProfiles(db)
     .where('presence.stream_position', '>', after)
     .where('presence.stream_position', '<=', upTo)
     .orderBy('presence.stream_position')
