@@ -182,11 +182,18 @@ for (const { backend, skip } of await serverBackends()) {
       await bobSync.begin();
       const cs = new CrossSigning(alice.userId);
       await clientOf(hs1, laptop).ok('POST', '/keys/device_signing/upload', cs.upload());
-      await bobSync.until(() => bobSync.changed.has(alice.userId), "alice's cross-signing keys are news on hs2");
+      // hs2 may still be settling the device update (a resync marks alice changed again), so news of
+      // alice alone is not proof: wait for the signing-key EDU as well.
+      const isSigning = (e: { edu_type: string }) => e.edu_type === 'm.signing_key_update';
+      await bobSync.until(() => bobSync.changed.has(alice.userId) && sent.edus.some(isSigning), "alice's cross-signing keys are news on hs2");
       sent.stop();
-      const signing = sent.edus.find((e) => e.edu_type === 'm.signing_key_update');
+      const signing = sent.edus.find(isSigning);
       assert.ok(signing, JSON.stringify(sent.edus));
       assert.deepEqual(signing.content, { user_id: alice.userId, master_key: cs.masterKey, self_signing_key: cs.selfSigningKey });
+      await eventually(async () => {
+        const keys = await clientOf(hs2, bob).ok('POST', '/keys/query', { device_keys: { [alice.userId]: [] } });
+        return JSON.stringify(keys.master_keys?.[alice.userId]?.keys) === JSON.stringify(cs.masterKey.keys);
+      }, "bob's server knows alice's master key");
 
       // And the other way: bob logs in again; alice's sync hears of it.
       const aliceSync = new Syncer(clientOf(hs1, alice));
