@@ -119,6 +119,9 @@ import { roomKeyRoutes } from './client/room-keys/index.js';
 import { CrossSigningService, passwordAuth } from './users/cross-signing.js';
 import { KeyBackupService } from './users/key-backup.js';
 import { SearchService } from './rooms/search-service.js';
+import { PushActions } from './push/actions.js';
+import { PushSender } from './push/sender.js';
+import { notificationRoutes } from './client/account/notifications.js';
 import { searchRoutes } from './client/search/index.js';
 
 /** The server's log, for services (which never see Fastify); details are structured fields. */
@@ -450,6 +453,29 @@ async function buildParts(
     log: core.log,
   });
   await search.start();
+  // Push notifications: each event's push rules evaluated for the members it may notify, off the
+  // send path; what notifies is listed by /notifications and sent to the users' push gateways.
+  const gatewayRequests = serviceHttp({ disableTlsValidation: false, timeoutMs: 10_000 });
+  const pushSender = new PushSender({
+    db,
+    reader: roomService.reader,
+    http: gatewayRequests,
+    eventsPosition: () => notifier.current().events,
+    log: core.log,
+    ...(options.pushRetry !== undefined ? { retry: options.pushRetry } : {}),
+  });
+  const pushActions = new PushActions({
+    db,
+    bus: notifier,
+    reader: roomService.reader,
+    serverName,
+    pushRules,
+    ignoredUsers: (userId) => accountData.ignoredUsers(userId),
+    notified: (users) => pushSender.wake(users),
+    log: core.log,
+  });
+  await pushSender.start();
+  await pushActions.start();
 
   const parts: ServerPart[] = [
     {
@@ -517,7 +543,18 @@ async function buildParts(
       routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService, upgrades: new RoomUpgrades(roomService.reader) }),
       stopping: () => eventStream.stopping(),
     },
-    { name: 'pushers', routes: pusherRoutes({ pushers: new PusherService({ db }) }) },
+    {
+      name: 'pushers',
+      routes: [
+        ...pusherRoutes({ pushers: new PusherService({ db, eventsPosition: () => notifier.current().events, onChange: (userId) => pushSender.wake([userId]) }) }),
+        ...notificationRoutes({ db, reader: roomService.reader, now: () => Date.now() }),
+      ],
+      close: async () => {
+        await pushActions.stop();
+        await pushSender.stop();
+        await gatewayRequests.close();
+      },
+    },
     { name: 'openid', routes: [...openIdRoutes({ openId }), ...openIdUserInfoRoutes({ openId })] },
     { name: 'whois', routes: whoisRoutes({ whois: new WhoisService({ db, serverName }) }) },
     {
@@ -642,6 +679,8 @@ export interface CreateServerOptions {
   federation?: FederationReach;
   /** Pauses between attempts to deliver to an application service (default 1 s doubling to 5 min; tests shorten them). */
   appServiceRetry?: { readonly minMs: number; readonly maxMs: number };
+  /** Pauses between attempts to reach a push gateway (default 1 s doubling to 1 h; tests shorten them). */
+  pushRetry?: { readonly minMs: number; readonly maxMs: number };
 }
 
 export interface FederationReach {

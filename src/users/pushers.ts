@@ -2,7 +2,7 @@
 // sent. Set, replaced and removed through POST /pushers/set, listed by GET /pushers; a pusher
 // belongs to the device that set it and goes when that device is deleted or logged out, and
 // all go when the account is deactivated (storage/accounts/devices.ts). Delivering to push
-// gateways is not done here.
+// gateways: push/sender.ts.
 
 import type { Kysely } from 'kysely';
 import { HearthError } from '../protocol/errors.js';
@@ -19,6 +19,10 @@ const REQUIRED = ['kind', 'app_id', 'app_display_name', 'device_display_name', '
 
 export interface PusherServiceDeps {
   readonly db: Kysely<Schema>;
+  /** The events stream's position: a new pusher is sent what is notified after it. */
+  readonly eventsPosition?: () => number;
+  /** Told when a pusher is set or removed (the sender starts or stops its queue). */
+  readonly onChange?: (userId: string) => void;
   readonly now?: () => number;
 }
 
@@ -101,6 +105,7 @@ export class PusherService {
       const missing = ['app_id', 'pushkey'].filter((k) => body[k] === undefined || body[k] === null);
       if (missing.length > 0) throw new HearthError(400, 'M_MISSING_PARAM', `Missing params: ${missing.join(', ')}`);
       await deletePusher(db, requester.userId, stringField(body, 'app_id'), stringField(body, 'pushkey'));
+      this.deps.onChange?.(requester.userId);
       return;
     }
     const missing = REQUIRED.filter((k) => body[k] === undefined || body[k] === null);
@@ -138,7 +143,10 @@ export class PusherService {
         data_json: JSON.stringify(data),
         device_id: existing !== undefined ? existing.device_id : requester.deviceId,
         created_ts: this.now(),
+        // Kept by an update (upsertPusher leaves it alone).
+        delivered_up_to: this.deps.eventsPosition?.() ?? -1,
       });
     });
+    this.deps.onChange?.(requester.userId);
   }
 }

@@ -43,6 +43,8 @@ export interface StartTestServerOptions {
   federation?: FederationReach;
   /** Pauses between attempts to deliver to an application service. */
   appServiceRetry?: { readonly minMs: number; readonly maxMs: number };
+  /** Pauses between attempts to reach a push gateway. */
+  pushRetry?: { readonly minMs: number; readonly maxMs: number };
 }
 
 export interface TestUser {
@@ -139,6 +141,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
       ...(options.remoteEvents !== undefined ? { remoteEvents: options.remoteEvents } : {}),
       ...(options.federation !== undefined ? { federation: options.federation } : {}),
       ...(options.appServiceRetry !== undefined ? { appServiceRetry: options.appServiceRetry } : {}),
+      ...(options.pushRetry !== undefined ? { pushRetry: options.pushRetry } : {}),
     });
     const [listener] = await server.listen();
     const running = server;

@@ -1,5 +1,5 @@
 // Endpoints clients (Element, matrix-js-sdk) call at start-up for features this server does not
-// offer: third-party identifiers, TURN and the notifications list. Each answers as
+// offer: third-party identifiers and TURN. Each answers as
 // Synapse does when the feature is not configured, so clients carry on rather than report an error.
 
 import type { HttpResponse, RouteDef } from '../../http/route.js';
@@ -13,6 +13,5 @@ export function stubRoutes(): RouteDef[] {
     get('/account/3pid', () => ({ body: { threepids: [] } })),
     // No TURN servers configured: an empty object, which clients read as "none".
     get('/voip/turnServer', () => ({ body: {} })),
-    get('/notifications', () => ({ body: { notifications: [] } })),
   ];
 }

@@ -24,13 +24,14 @@ import { media } from './018-media.js';
 import { search } from './019-search.js';
 import { adminUsers } from './020-admin-users.js';
 import { adminRooms } from './021-admin-rooms.js';
+import { pushNotifications } from './022-push-notifications.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -14,6 +14,7 @@ export async function purgeRoomRows(db: Kysely<Schema>, roomId: string): Promise
     await trx.deleteFrom('account_data').where('room_id', '=', roomId).execute();
     await trx.deleteFrom('backup_keys').where('room_id', '=', roomId).execute();
     await trx.deleteFrom('appservice_room_list').where('room_id', '=', roomId).execute();
+    await trx.deleteFrom('push_notifications').where('room_id', '=', roomId).execute();
     const room = await trx.selectFrom('rooms').select('room_nid').where('room_id', '=', roomId).executeTakeFirst();
     if (room === undefined) return false;
     const roomNid = Number(room.room_nid);
@@ -38,7 +39,7 @@ export async function purgeRoomRows(db: Kysely<Schema>, roomId: string): Promise
 export async function roomRowCounts(db: Kysely<Schema>, roomId: string, roomNid: number): Promise<Record<string, number>> {
   const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: number | string | bigint }> }) => Number((await q.executeTakeFirstOrThrow()).n);
   const byNid = ['rooms', 'events', 'state_snapshots', 'room_memberships', 'forward_extremities', 'backward_extremities', 'current_state_deltas', 'room_joined_servers'] as const;
-  const byId = ['room_aliases', 'receipts', 'account_data', 'backup_keys', 'appservice_room_list'] as const;
+  const byId = ['room_aliases', 'receipts', 'account_data', 'backup_keys', 'appservice_room_list', 'push_notifications'] as const;
   const out: Record<string, number> = {};
   for (const t of byNid) out[t] = await count(db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).where('room_nid', '=', roomNid));
   for (const t of byId) out[t] = await count(db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).where('room_id', '=', roomId));

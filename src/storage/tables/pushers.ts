@@ -1,4 +1,6 @@
-// Pushers and OpenID tokens (migration 007). JSON is stored as text.
+// Pushers and OpenID tokens (migration 007), push notifications (022). JSON is stored as text.
+
+import type { Generated } from 'kysely';
 
 export interface PushersTable {
   user_id: string;
@@ -16,6 +18,24 @@ export interface PushersTable {
   /** The device that set the pusher: deleting it deletes the pusher. Null for tokens without a device. */
   device_id: string | null;
   created_ts: number;
+  /** Notifications up to this stream position were sent (or given up on); -1: not started yet. */
+  delivered_up_to: Generated<number>;
+  /** When the gateway started failing, while it does. */
+  failing_since: number | null;
+}
+
+/** One event that notifies one local user: what their push rules decided (migration 022). */
+export interface PushNotificationsTable {
+  user_id: string;
+  /** The event's stream position. */
+  stream_ordering: number;
+  room_id: string;
+  event_nid: number;
+  /** The matching rule's actions (tweaks included). */
+  actions_json: string;
+  /** 1 when the actions highlight. */
+  highlight: number;
+  received_ts: number;
 }
 
 /** Tokens a user hands to a third party to prove who they are (federation openid/userinfo). */
@@ -29,4 +49,5 @@ export interface OpenIdTokensTable {
 export interface PusherTables {
   pushers: PushersTable;
   openid_tokens: OpenIdTokensTable;
+  push_notifications: PushNotificationsTable;
 }

@@ -1,0 +1,183 @@
+// The push-rule pass: every event on the timeline is evaluated with the push rules of each local
+// user it may notify (the room's joined members when it was sent, and the invitee of an invite),
+// and what notifies is stored (storage/push/notifications.ts) for GET /notifications and the
+// pushers, which are then woken. A durable stream consumer on the events stream, apart from the
+// send path: sending never waits for it, and a restart reads on from where it stopped (a batch
+// seen twice stores nothing twice).
+//
+// Room facts evaluation needs (member count, power levels, display names) are read once per room
+// per batch. Sync's unread counts evaluate the same rules on their own (sync/unread.ts), so that
+// they are never behind the timeline they come with.
+
+import type { Kysely } from 'kysely';
+import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { evaluatePushRules, type PushContext } from '../protocol/push-rules/index.js';
+import type { RoomReader } from '../rooms/reader.js';
+import type { StoredEvent } from '../rooms/stored-event.js';
+import { timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
+import { insertNotifications, type NotificationRow } from '../storage/push/notifications.js';
+import type { Schema } from '../storage/schema.js';
+import type { StreamBus } from '../streams/bus.js';
+import { StreamConsumer } from '../streams/consumer.js';
+import type { PushRuleSource } from '../sync/unread.js';
+
+/** Events committed within this of the first are evaluated in the same batch. */
+const GATHER_MS = 10;
+const BATCH = 100;
+
+export interface PushActionsOptions {
+  readonly db: Kysely<Schema>;
+  readonly bus: StreamBus;
+  readonly reader: RoomReader;
+  readonly serverName: string;
+  readonly pushRules: PushRuleSource;
+  readonly ignoredUsers: (userId: string) => Promise<ReadonlySet<string>>;
+  /** Told which users were notified of something (their pushers have work). */
+  readonly notified: (userIds: ReadonlySet<string>) => void;
+  readonly log: { warn(message: string, details?: object): void };
+  readonly now?: () => number;
+}
+
+/** A local member the room's events are evaluated for. */
+interface Member {
+  readonly userId: string;
+  /** Their membership's stream position: events before it were sent before they joined. */
+  readonly since: number;
+  readonly displayName: string | null;
+}
+
+interface RoomFacts {
+  readonly members: readonly Member[];
+  readonly memberCount: number;
+  readonly powerLevels: JsonObject | undefined;
+}
+
+export class PushActions {
+  readonly consumer: StreamConsumer<TimelineRow>;
+  private readonly now: () => number;
+
+  constructor(private readonly options: PushActionsOptions) {
+    this.now = options.now ?? Date.now;
+    this.consumer = new StreamConsumer<TimelineRow>({
+      name: 'push:actions',
+      stream: 'events',
+      db: options.db,
+      bus: options.bus,
+      // A server seen for the first time starts at what is committed now.
+      startAfter: options.bus.current().events,
+      batchSize: BATCH,
+      gatherMs: GATHER_MS,
+      log: options.log,
+      read: (after, limit) => timelineAfter(options.db, after, limit),
+      handle: (rows) => this.handle(rows),
+      ...(options.now !== undefined ? { now: options.now } : {}),
+    });
+  }
+
+  start(): Promise<void> {
+    return this.consumer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.stop();
+  }
+
+  private async handle(rows: readonly TimelineRow[]): Promise<void> {
+    const { reader } = this.options;
+    const events = await reader.eventsByNids(rows.map((r) => r.nid));
+    const byRoom = new Map<string, StoredEvent[]>();
+    for (const row of rows) {
+      const e = events.get(row.nid);
+      if (e === undefined || e.streamOrdering === undefined) continue;
+      const list = byRoom.get(e.roomId);
+      if (list === undefined) byRoom.set(e.roomId, [e]);
+      else list.push(e);
+    }
+    const out: NotificationRow[] = [];
+    const ignoredOf = new Map<string, ReadonlySet<string>>();
+    for (const [roomId, roomEvents] of byRoom) {
+      const facts = await this.roomFacts(roomId);
+      if (facts === undefined) continue;
+      for (const e of roomEvents) {
+        const position = e.streamOrdering!;
+        const targets = facts.members.filter((m) => m.since < position);
+        // An invite notifies its (local) invitee, who is not a member yet.
+        const invitee = e.type === 'm.room.member' && e.pdu.content['membership'] === 'invite' ? e.stateKey : undefined;
+        if (invitee !== undefined && this.isLocal(invitee) && !targets.some((m) => m.userId === invitee)) {
+          targets.push({ userId: invitee, since: 0, displayName: null });
+        }
+        for (const member of targets) {
+          if (member.userId === e.sender) continue;
+          let ignored = ignoredOf.get(member.userId);
+          if (ignored === undefined) ignoredOf.set(member.userId, (ignored = await this.options.ignoredUsers(member.userId)));
+          if (ignored.has(e.sender)) continue;
+          const rules = await this.options.pushRules.rulesOf(member.userId);
+          const result = evaluatePushRules(
+            rules,
+            { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) },
+            contextFor(member, facts, e.sender),
+          );
+          if (result === null || !result.notify) continue;
+          out.push({
+            user_id: member.userId,
+            stream_ordering: position,
+            room_id: roomId,
+            event_nid: e.nid,
+            actions_json: JSON.stringify(result.actions),
+            highlight: result.highlight ? 1 : 0,
+            received_ts: this.now(),
+          });
+        }
+      }
+    }
+    if (out.length === 0) return;
+    await insertNotifications(this.options.db, out);
+    this.options.notified(new Set(out.map((r) => r.user_id)));
+  }
+
+  private isLocal(userId: string): boolean {
+    return userId.endsWith(`:${this.options.serverName}`);
+  }
+
+  /** The room's local joined members with their display names, its member count and power levels. */
+  private async roomFacts(roomId: string): Promise<RoomFacts | undefined> {
+    const { db, reader } = this.options;
+    const room = await reader.roomRow(roomId);
+    if (room === undefined || room.state_snapshot_nid === null) return undefined;
+    const rows = await db
+      .selectFrom('room_memberships')
+      .select(['user_id', 'event_nid', 'stream_ordering'])
+      .where('room_nid', '=', Number(room.room_nid))
+      .where('membership', '=', 'join')
+      .where('user_id', 'like', `%:${this.options.serverName}`)
+      .execute();
+    const memberEvents = await reader.eventsByNids(rows.map((r) => Number(r.event_nid)));
+    const members = rows
+      .filter((r) => this.isLocal(r.user_id))
+      .map((r) => {
+        const name = memberEvents.get(Number(r.event_nid))?.pdu.content['displayname'];
+        return { userId: r.user_id, since: Number(r.stream_ordering), displayName: typeof name === 'string' ? name : null };
+      });
+    let powerLevels: JsonObject | undefined;
+    if (members.length > 0) {
+      const state = await reader.stateSubsetOfSnapshot(Number(room.state_snapshot_nid), 'm.room.power_levels', ['']);
+      powerLevels = [...state.values()][0]?.pdu.content;
+    }
+    return { members, memberCount: Number(room.joined_members), powerLevels };
+  }
+}
+
+function contextFor(member: Member, facts: RoomFacts, sender: string): PushContext {
+  const pl = facts.powerLevels;
+  const users = isJsonObject(pl?.['users']) ? (pl['users'] as JsonObject) : {};
+  const level = users[sender];
+  const usersDefault = typeof pl?.['users_default'] === 'number' ? pl['users_default'] : 0;
+  const notifications = isJsonObject(pl?.['notifications']) ? (pl['notifications'] as JsonObject) : undefined;
+  return {
+    userId: member.userId,
+    displayName: member.displayName,
+    roomMemberCount: facts.memberCount,
+    senderPowerLevel: typeof level === 'number' ? level : usersDefault,
+    ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
+  };
+}

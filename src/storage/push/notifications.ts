@@ -1,0 +1,98 @@
+// Push notifications (migration 022): one row per event and local user it notifies, written by the
+// push-rule pass (push/actions.ts), read by GET /notifications and by the pushers (push/sender.ts).
+
+import type { Kysely, Selectable } from 'kysely';
+import type { PusherRow } from '../accounts/pushers.js';
+import type { PushNotificationsTable, Schema } from '../schema.js';
+
+export type NotificationRow = Selectable<PushNotificationsTable>;
+
+const ROWS_PER_STATEMENT = 200;
+
+function numeric(row: NotificationRow): NotificationRow {
+  return { ...row, stream_ordering: Number(row.stream_ordering), event_nid: Number(row.event_nid), highlight: Number(row.highlight), received_ts: Number(row.received_ts) };
+}
+
+/** Stores the rows; one already stored (the pass saw its batch again) is left as it is. */
+export async function insertNotifications(db: Kysely<Schema>, rows: readonly NotificationRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    await db
+      .insertInto('push_notifications')
+      .values(rows.slice(i, i + ROWS_PER_STATEMENT))
+      .onConflict((oc) => oc.columns(['user_id', 'stream_ordering']).doNothing())
+      .execute();
+  }
+}
+
+/** The user's notifications after `after`, oldest first (what a pusher sends next). */
+export async function notificationsAfter(db: Kysely<Schema>, userId: string, after: number, limit: number): Promise<NotificationRow[]> {
+  const rows = await db
+    .selectFrom('push_notifications')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('stream_ordering', '>', after)
+    .orderBy('stream_ordering')
+    .limit(limit)
+    .execute();
+  return rows.map(numeric);
+}
+
+/** The user's notifications before `before` (all when undefined), newest first (GET /notifications). */
+export async function notificationsBefore(
+  db: Kysely<Schema>,
+  userId: string,
+  options: { readonly before: number | undefined; readonly limit: number; readonly onlyHighlight: boolean },
+): Promise<NotificationRow[]> {
+  let q = db.selectFrom('push_notifications').selectAll().where('user_id', '=', userId);
+  if (options.before !== undefined) q = q.where('stream_ordering', '<', options.before);
+  if (options.onlyHighlight) q = q.where('highlight', '=', 1);
+  const rows = await q.orderBy('stream_ordering', 'desc').limit(options.limit).execute();
+  return rows.map(numeric);
+}
+
+/** Per room the user was ever notified in: the position of the latest notification. */
+export async function latestNotificationPerRoom(db: Kysely<Schema>, userId: string): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('push_notifications')
+    .select(['room_id', (eb) => eb.fn.max('stream_ordering').as('position')])
+    .where('user_id', '=', userId)
+    .groupBy('room_id')
+    .execute();
+  return new Map(rows.map((r) => [r.room_id, Number(r.position)]));
+}
+
+/** The users among `userIds` with at least one pusher. */
+export async function usersWithPushers(db: Kysely<Schema>, userIds: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < userIds.length; i += ROWS_PER_STATEMENT) {
+    const rows = await db.selectFrom('pushers').select('user_id').distinct().where('user_id', 'in', userIds.slice(i, i + ROWS_PER_STATEMENT)).execute();
+    for (const r of rows) out.add(r.user_id);
+  }
+  return out;
+}
+
+/** Every pusher, for the sender's start. */
+export async function allPushers(db: Kysely<Schema>): Promise<PusherRow[]> {
+  return (await db.selectFrom('pushers').selectAll().execute()).map((r) => ({ ...r, delivered_up_to: Number(r.delivered_up_to), failing_since: r.failing_since === null ? null : Number(r.failing_since) }));
+}
+
+/** Pushers that were never started begin after `position` (what is notified from now on). */
+export async function startNewPushers(db: Kysely<Schema>, position: number): Promise<void> {
+  await db.updateTable('pushers').set({ delivered_up_to: position }).where('delivered_up_to', '<', 0).execute();
+}
+
+/** Records how far a pusher was sent, and whether its gateway is failing. */
+export async function savePusherProgress(
+  db: Kysely<Schema>,
+  key: { readonly userId: string; readonly appId: string; readonly pushkey: string },
+  deliveredUpTo: number,
+  failingSince: number | null,
+): Promise<void> {
+  await db
+    .updateTable('pushers')
+    .set({ delivered_up_to: deliveredUpTo, failing_since: failingSince })
+    .where('user_id', '=', key.userId)
+    .where('app_id', '=', key.appId)
+    .where('pushkey', '=', key.pushkey)
+    .execute();
+}
