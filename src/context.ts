@@ -653,6 +653,7 @@ async function buildParts(
       caches: () => ({ ...roomService.stats.caches, access_tokens: accounts.tokenCacheLookups }),
       ...(sender !== undefined && outbox !== undefined ? { federation: () => ({ pdu: sender.stats(), edu: outbox.stats() }) } : {}),
       appServices: () => pusher.stats(),
+      push: () => ({ eventsBehind: Math.max(0, notifier.current().events - pushActions.consumer.position), sent: pushSender.sent, failures: pushSender.failures }),
       ...(core.database.poolStats !== undefined ? { databasePool: core.database.poolStats } : {}),
     });
     parts.push({

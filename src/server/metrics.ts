@@ -22,6 +22,8 @@ export interface MetricsSources {
     readonly edu: FederationQueueStats;
   };
   readonly appServices: () => readonly { readonly service: string; readonly eventsBehind: number; readonly failedTransactions: number }[];
+  /** The push-rule pass and the pushers. */
+  readonly push?: () => { readonly eventsBehind: number; readonly sent: number; readonly failures: number };
   /** PostgreSQL only: the pool's connections. */
   readonly databasePool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
 }
@@ -146,6 +148,23 @@ export class ServerMetrics {
     counted('hearth_appservice_failures_total', 'Transactions an application service did not take.', ['service'], (s) =>
       s.appServices().map((a) => [{ service: a.service }, a.failedTransactions]),
     );
+    new Gauge({
+      name: 'hearth_push_events_behind',
+      help: "Events the push-rule pass has yet to evaluate: the events stream's position minus its own.",
+      registers,
+      collect() {
+        const p = self.sources?.push?.();
+        if (p !== undefined) this.set(p.eventsBehind);
+      },
+    });
+    counted('hearth_push_sent_total', 'Notifications push gateways took.', [], (s) => {
+      const p = s.push?.();
+      return p === undefined ? [] : [[{}, p.sent]];
+    });
+    counted('hearth_push_failures_total', 'Attempts to reach a push gateway that failed.', [], (s) => {
+      const p = s.push?.();
+      return p === undefined ? [] : [[{}, p.failures]];
+    });
   }
 
   /** Where the scrape-time figures come from; until set, only the request and database figures are given. */
