@@ -25,6 +25,8 @@ import { selectProfile } from '../storage/user-data/profiles.js';
 import { isErased } from '../storage/accounts/erased-users.js';
 import { listDevices, findDevice, type DeviceRow } from '../storage/accounts/devices.js';
 import type { AccountService } from '../users/accounts.js';
+import { listPushers } from '../storage/accounts/pushers.js';
+import { pusherJson } from '../users/pushers.js';
 import type { ProfileService } from '../users/profiles.js';
 import type { RateLimitOverrides } from './rate-limit-overrides.js';
 
@@ -255,6 +257,13 @@ export class AdminUserService {
     const userId = parseUserId(target, { allowNonCompliant: true });
     const rooms = await this.deps.joinedRooms(userId);
     return { joined_rooms: rooms, total: rooms.length };
+  }
+
+  /** GET /v1/users/{userId}/pushers */
+  async pushers(target: string): Promise<JsonObject> {
+    const userId = await this.existingLocalUser(target);
+    const pushers = (await listPushers(this.deps.db, userId)).map(pusherJson);
+    return { pushers: pushers as unknown as JsonObject[], total: pushers.length };
   }
 
   /** POST /v1/users/{userId}/login: a token for the user, not for oneself. */

@@ -38,7 +38,8 @@ export interface PusherJson {
   pushkey: string;
 }
 
-function toJson(row: PusherRow): PusherJson {
+/** A stored pusher as the client and admin APIs list it. */
+export function pusherJson(row: PusherRow): PusherJson {
   return {
     app_display_name: row.app_display_name,
     app_id: row.app_id,
@@ -91,7 +92,7 @@ export class PusherService {
   }
 
   async list(userId: string): Promise<PusherJson[]> {
-    return (await listPushers(this.deps.db, userId)).map(toJson);
+    return (await listPushers(this.deps.db, userId)).map(pusherJson);
   }
 
   /**

@@ -40,6 +40,7 @@ for (const { backend, skip } of await serverBackends()) {
         ['GET', `/v2/users/${enc(bob.userId)}/devices`],
         ['POST', `/v2/users/${enc(bob.userId)}/delete_devices`, { devices: [] }],
         ['GET', `/v1/users/${enc(bob.userId)}/joined_rooms`],
+        ['GET', `/v1/users/${enc(bob.userId)}/pushers`],
         ['POST', `/v1/users/${enc(bob.userId)}/login`, {}],
         ['GET', `/v1/users/${enc(bob.userId)}/override_ratelimit`],
         ['GET', `/v1/users/${enc(bob.userId)}/admin`],
@@ -210,6 +211,25 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual((await call('GET', `/v2/users/${u}/devices`)).body.devices.map((d: any) => d.device_id), [frank.deviceId]);
       assert.deepEqual(err(await call('GET', `/v2/users/${enc('@ghost:localhost')}/devices`)), [404, 'M_NOT_FOUND']);
       assert.deepEqual(err(await call('GET', `/v2/users/${enc('@frank:elsewhere')}/devices`)), [400, 'M_INVALID_PARAM']);
+    });
+
+    test("a user's pushers", async () => {
+      const ivy = await hs.registerUser('ivy', 'ivy-pw');
+      assert.deepEqual((await call('GET', `/v1/users/${enc(ivy.userId)}/pushers`)).body, { pushers: [], total: 0 });
+      const pusher = {
+        kind: 'http',
+        app_id: 'org.example.app',
+        app_display_name: 'Example',
+        device_display_name: 'Phone',
+        pushkey: 'ivy-key',
+        lang: 'en',
+        data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+      };
+      assert.equal((await request(hs.baseUrl, 'POST', `${V3}/pushers/set`, pusher, as(ivy))).status, 200);
+      const listed = await call('GET', `/v1/users/${enc(ivy.userId)}/pushers`, undefined, admin, PREFIXES[1]);
+      assert.deepEqual(listed.body, { pushers: [{ ...pusher, profile_tag: '' }], total: 1 });
+      assert.deepEqual(err(await call('GET', `/v1/users/${enc('@ghost:localhost')}/pushers`)), [404, 'M_NOT_FOUND']);
+      assert.deepEqual(err(await call('GET', `/v1/users/${enc('@ivy:elsewhere')}/pushers`)), [400, 'M_INVALID_PARAM']);
     });
 
     test('joined_rooms, and deactivation (with erase) leaves them', async () => {

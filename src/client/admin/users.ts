@@ -84,6 +84,7 @@ export function adminUserRoutes(deps: { users: AdminUserService }): RouteDef[] {
       await users.deleteDevices(param(req, 'userId'), devices as string[]);
       return empty;
     }),
+    route('GET', 'v1', '/users/:userId/pushers', async (req) => ({ body: await users.pushers(param(req, 'userId')) })),
     route('GET', 'v1', '/users/:userId/joined_rooms', async (req) => ({ body: await users.joinedRooms(param(req, 'userId')) })),
     route('POST', 'v1', '/users/:userId/login', async (req) => {
       const until = body(req)['valid_until_ms'];
