@@ -5,6 +5,8 @@
 // send path: sending never waits for it, and a restart reads on from where it stopped (a batch
 // seen twice stores nothing twice).
 //
+// Notifications older than a month are deleted, hourly.
+//
 // Room facts evaluation needs (member count, power levels, display names) are read once per room
 // per batch. Sync's unread counts evaluate the same rules on their own (sync/unread.ts), so that
 // they are never behind the timeline they come with.
@@ -15,7 +17,7 @@ import { evaluatePushRules, type PushContext } from '../protocol/push-rules/inde
 import type { RoomReader } from '../rooms/reader.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
-import { insertNotifications, type NotificationRow } from '../storage/push/notifications.js';
+import { insertNotifications, pruneNotifications, type NotificationRow } from '../storage/push/notifications.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
@@ -24,6 +26,11 @@ import type { PushRuleSource } from '../sync/unread.js';
 /** Events committed within this of the first are evaluated in the same batch. */
 const GATHER_MS = 10;
 const BATCH = 100;
+/** Notifications are kept this long (GET /notifications shows the last month, as the reference server). */
+const KEEP_MS = 30 * 24 * 3_600_000;
+const PRUNE_EVERY_MS = 3_600_000;
+/** Display names remembered at most. */
+const NAME_CACHE = 100_000;
 
 export interface PushActionsOptions {
   readonly db: Kysely<Schema>;
@@ -55,6 +62,9 @@ interface RoomFacts {
 export class PushActions {
   readonly consumer: StreamConsumer<TimelineRow>;
   private readonly now: () => number;
+  /** Members' display names, by their membership event (which never changes). */
+  private readonly names = new Map<number, string | null>();
+  private pruner: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PushActionsOptions) {
     this.now = options.now ?? Date.now;
@@ -74,12 +84,18 @@ export class PushActions {
     });
   }
 
-  start(): Promise<void> {
-    return this.consumer.start();
+  async start(): Promise<void> {
+    await this.consumer.start();
+    const prune = () =>
+      void pruneNotifications(this.options.db, this.now() - KEEP_MS).catch((err) => this.options.log.warn('push: pruning notifications failed', { error: String(err) }));
+    prune();
+    this.pruner = setInterval(prune, PRUNE_EVERY_MS);
+    this.pruner.unref?.();
   }
 
-  stop(): Promise<void> {
-    return this.consumer.stop();
+  async stop(): Promise<void> {
+    if (this.pruner !== undefined) clearInterval(this.pruner);
+    await this.consumer.stop();
   }
 
   private async handle(rows: readonly TimelineRow[]): Promise<void> {
@@ -135,6 +151,11 @@ export class PushActions {
     this.options.notified(new Set(out.map((r) => r.user_id)));
   }
 
+  private rememberName(eventNid: number, name: string | null): void {
+    if (this.names.size >= NAME_CACHE) this.names.delete(this.names.keys().next().value as number);
+    this.names.set(eventNid, name);
+  }
+
   private isLocal(userId: string): boolean {
     return userId.endsWith(`:${this.options.serverName}`);
   }
@@ -151,13 +172,17 @@ export class PushActions {
       .where('membership', '=', 'join')
       .where('user_id', 'like', `%:${this.options.serverName}`)
       .execute();
-    const memberEvents = await reader.eventsByNids(rows.map((r) => Number(r.event_nid)));
-    const members = rows
-      .filter((r) => this.isLocal(r.user_id))
-      .map((r) => {
-        const name = memberEvents.get(Number(r.event_nid))?.pdu.content['displayname'];
-        return { userId: r.user_id, since: Number(r.stream_ordering), displayName: typeof name === 'string' ? name : null };
+    const local = rows.filter((r) => this.isLocal(r.user_id));
+    // Display names by membership event, read without passing through the shared event cache
+    // (a big room's members would push out what it holds).
+    const unknown = local.map((r) => Number(r.event_nid)).filter((nid) => !this.names.has(nid));
+    if (unknown.length > 0) {
+      await reader.visitEventPdus(unknown, (e) => {
+        const name = e.redactedBy === undefined ? e.pdu.content['displayname'] : undefined;
+        this.rememberName(e.nid, typeof name === 'string' ? name : null);
       });
+    }
+    const members = local.map((r) => ({ userId: r.user_id, since: Number(r.stream_ordering), displayName: this.names.get(Number(r.event_nid)) ?? null }));
     let powerLevels: JsonObject | undefined;
     if (members.length > 0) {
       const state = await reader.stateSubsetOfSnapshot(Number(room.state_snapshot_nid), 'm.room.power_levels', ['']);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { listPushers } from '../../src/storage/accounts/pushers.js';
 import { migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
-import { insertNotifications, notificationsAfter, notificationsBefore, startNewPushers } from '../../src/storage/push/notifications.js';
+import { insertNotifications, notificationsAfter, notificationsBefore, pruneNotifications, startNewPushers } from '../../src/storage/push/notifications.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { storageBackends, type TestDatabase } from '../support/databases.js';
 
@@ -72,6 +72,9 @@ for (const backend of await storageBackends()) {
       assert.deepEqual((await notificationsAfter(database.db, '@alice:example.org', 43, 10)).map((r) => r.stream_ordering), [44, 45]);
       assert.deepEqual((await notificationsBefore(database.db, '@alice:example.org', { before: undefined, limit: 10, onlyHighlight: true })).map((r) => r.stream_ordering), [44]);
       assert.deepEqual((await notificationsBefore(database.db, '@alice:example.org', { before: 45, limit: 1, onlyHighlight: false })).map((r) => r.stream_ordering), [44]);
+      // Pruning by age: those received before 1700000000045 go.
+      await pruneNotifications(database.db, 1700000000045);
+      assert.deepEqual((await notificationsAfter(database.db, '@alice:example.org', 0, 10)).map((r) => r.stream_ordering), [45]);
     });
   });
 }

@@ -19,6 +19,7 @@ export const pushNotifications: HearthMigration = {
       .addColumn('received_ts', 'bigint', (c) => c.notNull())
       .addPrimaryKeyConstraint('push_notifications_pk', ['user_id', 'stream_ordering'])
       .execute();
+    await db.schema.createIndex('push_notifications_received').on('push_notifications').column('received_ts').execute();
     await db.schema.createIndex('push_notifications_user_room').on('push_notifications').columns(['user_id', 'room_id', 'stream_ordering']).execute();
     // Pushers set before this migration start from what is notified from now on.
     await db.schema.alterTable('pushers').addColumn('delivered_up_to', 'bigint', (c) => c.notNull().defaultTo(-1)).execute();

@@ -96,3 +96,8 @@ export async function savePusherProgress(
     .where('pushkey', '=', key.pushkey)
     .execute();
 }
+
+/** Deletes the notifications received before `before`. */
+export async function pruneNotifications(db: Kysely<Schema>, before: number): Promise<void> {
+  await db.deleteFrom('push_notifications').where('received_ts', '<', before).execute();
+}
