@@ -391,7 +391,28 @@ async function buildParts(
     });
   }
   presence.start();
-  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, filters, typing, receipts, toDevice, presence, deviceKeys, deviceLists });
+  // Push notifications: each event's push rules evaluated for the members it may notify, off the
+  // send path; what notifies is listed by /notifications and sent to the users' push gateways.
+  const gatewayRequests = serviceHttp({ disableTlsValidation: false, timeoutMs: 10_000 });
+  const pushSender = new PushSender({
+    db,
+    reader: roomService.reader,
+    http: gatewayRequests,
+    eventsPosition: () => notifier.current().events,
+    log: core.log,
+    ...(options.pushRetry !== undefined ? { retry: options.pushRetry } : {}),
+  });
+  const pushActions = new PushActions({
+    db,
+    bus: notifier,
+    reader: roomService.reader,
+    serverName,
+    pushRules,
+    ignoredUsers: (userId) => accountData.ignoredUsers(userId),
+    notified: (users) => pushSender.wake(users),
+    log: core.log,
+  });
+  const sync = new SyncService({ db, notifier, rooms: roomService.reader, accountData, pushRules, storedNotifications: pushActions, filters, typing, receipts, toDevice, presence, deviceKeys, deviceLists });
   const legacySources = { db, notifier, rooms: roomService.reader, typing, receipts, presence, accountData };
   const eventStream = new EventStreamService({ ...legacySources, roomEvent: (actor, roomId, eventId) => roomService.getEvent(actor, roomId, eventId) });
   const openId = new OpenIdService({ db, serverName });
@@ -453,27 +474,6 @@ async function buildParts(
     log: core.log,
   });
   await search.start();
-  // Push notifications: each event's push rules evaluated for the members it may notify, off the
-  // send path; what notifies is listed by /notifications and sent to the users' push gateways.
-  const gatewayRequests = serviceHttp({ disableTlsValidation: false, timeoutMs: 10_000 });
-  const pushSender = new PushSender({
-    db,
-    reader: roomService.reader,
-    http: gatewayRequests,
-    eventsPosition: () => notifier.current().events,
-    log: core.log,
-    ...(options.pushRetry !== undefined ? { retry: options.pushRetry } : {}),
-  });
-  const pushActions = new PushActions({
-    db,
-    bus: notifier,
-    reader: roomService.reader,
-    serverName,
-    pushRules,
-    ignoredUsers: (userId) => accountData.ignoredUsers(userId),
-    notified: (users) => pushSender.wake(users),
-    log: core.log,
-  });
   await pushSender.start();
   await pushActions.start();
 

@@ -21,6 +21,7 @@ import { insertNotifications, pruneNotifications, type NotificationRow } from '.
 import type { Schema } from '../storage/schema.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
+import { claimConsumerPosition } from '../storage/streams.js';
 import type { PushRuleSource } from '../sync/unread.js';
 
 /** Events committed within this of the first are evaluated in the same batch. */
@@ -65,16 +66,19 @@ export class PushActions {
   /** Members' display names, by their membership event (which never changes). */
   private readonly names = new Map<number, string | null>();
   private pruner: NodeJS.Timeout | undefined;
+  private readonly startAfter: number;
+  private began: number | undefined;
 
   constructor(private readonly options: PushActionsOptions) {
     this.now = options.now ?? Date.now;
+    this.startAfter = options.bus.current().events;
     this.consumer = new StreamConsumer<TimelineRow>({
       name: 'push:actions',
       stream: 'events',
       db: options.db,
       bus: options.bus,
       // A server seen for the first time starts at what is committed now.
-      startAfter: options.bus.current().events,
+      startAfter: this.startAfter,
       batchSize: BATCH,
       gatherMs: GATHER_MS,
       log: options.log,
@@ -84,8 +88,17 @@ export class PushActions {
     });
   }
 
+  /** Events in (after, upTo] have been evaluated and what notifies is stored (undefined before start). */
+  window(): { readonly after: number; readonly upTo: number } | undefined {
+    return this.began === undefined ? undefined : { after: this.began, upTo: this.consumer.position };
+  }
+
   async start(): Promise<void> {
+    // Where the pass began is kept (the position of a consumer row that never moves): sync counts
+    // unread events before it by evaluating them itself.
+    const began = await claimConsumerPosition(this.options.db, 'push:actions:began', 'events', this.startAfter, this.now());
     await this.consumer.start();
+    this.began = began.position;
     const prune = () =>
       void pruneNotifications(this.options.db, this.now() - KEEP_MS).catch((err) => this.options.log.warn('push: pruning notifications failed', { error: String(err) }));
     prune();

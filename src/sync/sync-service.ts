@@ -19,7 +19,8 @@ import { SharedReads } from './shared-reads.js';
 import { buildSync, type BuiltSync, type SyncSources } from './sync-builder.js';
 import { decodeSyncToken, TOKEN_STREAMS } from '../streams/token.js';
 import type { StreamName, StreamPositions } from '../streams/positions.js';
-import { type PushRuleSource, UnreadCounter } from './unread.js';
+import { type PushRuleSource, type StoredNotifications, UnreadCounter } from './unread.js';
+import { countNotifications } from '../storage/push/notifications.js';
 
 /** Longest a long-poll waits, whatever the client asks. */
 export const MAX_SYNC_TIMEOUT_MS = 5 * 60_000;
@@ -39,6 +40,8 @@ export interface SyncServiceDeps extends Omit<SyncSources, 'db' | 'reader' | 'un
   readonly presence: SyncSources['presence'] & { setPresenceFromSync(userId: string, setPresence?: PresenceState): Promise<() => void> };
   /** The users' own push rules, for unread counts (default: the server-default rules only). */
   readonly pushRules?: PushRuleSource;
+  /** The push-rule pass's rows: unread counts read them rather than evaluate those events again. */
+  readonly storedNotifications?: Pick<StoredNotifications, 'window'>;
   readonly now?: () => number;
   /** Cap on the client's timeout (default 5 minutes). */
   readonly maxTimeoutMs?: number;
@@ -86,7 +89,12 @@ export class SyncService {
     this.sources = {
       ...deps,
       reader: deps.rooms,
-      unread: new UnreadCounter(deps.db, deps.rooms, deps.pushRules),
+      unread: new UnreadCounter(
+        deps.db,
+        deps.rooms,
+        deps.pushRules,
+        deps.storedNotifications === undefined ? undefined : { window: () => deps.storedNotifications!.window(), counts: (userId, ranges) => countNotifications(deps.db, userId, ranges) },
+      ),
       shared: this.shared,
       ignored: new IgnoredUsers((userId) => deps.accountData.ignoredUsers(userId)),
       memberships: {

@@ -20,6 +20,23 @@ export interface PushRuleSource {
   rulesOf(userId: string): Promise<PushRuleSet>;
 }
 
+/**
+ * What the push-rule pass (push/actions.ts) stored: the events it has evaluated are counted from its
+ * rows rather than evaluated again, so counts have no bound on unread events.
+ */
+export interface StoredNotifications {
+  /** Events in (after, upTo] have been evaluated and what notifies stored; undefined until the pass runs. */
+  window(): { readonly after: number; readonly upTo: number } | undefined;
+  /** Per room, the user's notifications and highlights in the room's range (after, upTo]. */
+  counts(userId: string, ranges: readonly StoredRange[]): Promise<Map<string, { notifications: number; highlights: number }>>;
+}
+
+export interface StoredRange {
+  readonly roomId: string;
+  readonly after: number;
+  readonly upTo: number;
+}
+
 /** Only the server-default rules, for counters built without the users' own rules. */
 export function defaultRulesOnly(): PushRuleSource {
   const known = new Map<string, PushRuleSet>();
@@ -79,6 +96,7 @@ export class UnreadCounter {
     private readonly db: Kysely<Schema>,
     private readonly reader: RoomReader,
     private readonly pushRules: PushRuleSource = defaultRulesOnly(),
+    private readonly stored?: StoredNotifications,
   ) {}
 
   /**
@@ -113,12 +131,24 @@ export class UnreadCounter {
       return rooms !== undefined && !rooms.has(roomNid);
     };
     let budget = READ_BUDGET;
+    const window = this.stored?.window();
+    const storedRanges: StoredRange[] = [];
+    const done: { roomId: string; counted: Counted | undefined; notifications: number; highlights: number }[] = [];
     for (const room of rooms) {
       const known = this.counted.get(key(room.roomId));
       const receipt = unread.has(room.roomId) ? read.get(room.roomId) : known?.receipt;
       const base = Math.max(receipt ?? 0, room.joinedFrom);
       const resume = known !== undefined && known.rules === rules && known.base === base && known.upTo <= room.upTo ? known : undefined;
-      const from = resume?.upTo ?? base;
+      let from = resume?.upTo ?? base;
+      // What the push-rule pass has evaluated is counted from its rows; only the events it has
+      // not reached yet are evaluated here. (Events before the pass began are evaluated here too.)
+      if (window !== undefined && from >= window.after) {
+        const storedUpTo = Math.min(window.upTo, room.upTo);
+        if (storedUpTo > from) {
+          storedRanges.push({ roomId: room.roomId, after: from, upTo: storedUpTo });
+          from = storedUpTo;
+        }
+      }
       let notifications = resume?.notifications ?? 0;
       let highlights = resume?.highlights ?? 0;
       let complete = true;
@@ -143,9 +173,17 @@ export class UnreadCounter {
           }
         }
       }
-      if (complete) this.remember(key(room.roomId), { rules, receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights });
-      else this.counted.delete(key(room.roomId));
-      out.set(room.roomId, { notification_count: notifications, highlight_count: highlights });
+      const counted = complete ? { rules, receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights } : undefined;
+      done.push({ roomId: room.roomId, counted, notifications, highlights });
+    }
+    const storedCounts = storedRanges.length === 0 ? undefined : await this.stored!.counts(userId, storedRanges);
+    for (const d of done) {
+      const extra = storedCounts?.get(d.roomId);
+      const notifications = d.notifications + (extra?.notifications ?? 0);
+      const highlights = d.highlights + (extra?.highlights ?? 0);
+      if (d.counted !== undefined) this.remember(key(d.roomId), { ...d.counted, notifications, highlights });
+      else this.counted.delete(key(d.roomId));
+      out.set(d.roomId, { notification_count: notifications, highlight_count: highlights });
     }
     return out;
   }

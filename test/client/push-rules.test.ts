@@ -4,6 +4,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eventually } from '../support/eventually.js';
 import { HttpClient } from '../support/http-client.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { clients, enc, type Reply } from '../sync/sync-client.js';
@@ -375,7 +376,7 @@ for (const { backend, skip } of await serverBackends()) {
       expectError(await alice.call('PUT', `/user/${enc(alice.userId)}/account_data/m.push_rules`, { global: {} }), 405, 'M_BAD_JSON');
     });
 
-    test("unread_notifications in /sync follow the user's own rules", async () => {
+    test("unread_notifications in /sync follow the user's rules as they were when each event came", async () => {
       const alice = await user('alice');
       const bob = await user('bob');
       const carol = await user('carol');
@@ -383,6 +384,16 @@ for (const { backend, skip } of await serverBackends()) {
       const roomId = await alice.createRoom({ preset: 'public_chat' });
       await bob.join(roomId);
       await carol.join(roomId);
+      // A room of two: alice's messages there always notify bob, and mark how far the push-rule
+      // pass has gone (it takes events in order).
+      const side = await alice.createRoom({ preset: 'private_chat', invite: [bob.userId] });
+      await bob.join(side);
+      let marks = 0;
+      const evaluated = async () => {
+        const mark = `mark-${++marks}`;
+        await alice.text(side, mark);
+        await eventually(async () => (await bob.ok('GET', '/notifications')).notifications.some((n: any) => n.event.content.body === mark), `${mark} is evaluated`);
+      };
       let since = (await bob.sync()).next_batch;
       const unread = async () => {
         const s = await bob.sync({ since });
@@ -395,30 +406,54 @@ for (const { backend, skip } of await serverBackends()) {
       await alice.text(roomId, 'pizza time');
       assert.deepEqual(await unread(), { notification_count: 2, highlight_count: 0 }, 'no highlight without a rule');
 
-      // A content rule: "pizza" highlights. Counts are made again under the new rules.
+      // A content rule: "pizza" highlights what comes after it; what came before stays as it was.
+      await evaluated();
       await bob.ok('PUT', `${RULES}/content/pizza`, { pattern: 'pizza', actions: ['notify', { set_tweak: 'highlight' }] });
       await alice.text(roomId, 'PIZZA again');
-      assert.deepEqual(await unread(), { notification_count: 3, highlight_count: 2 });
+      assert.deepEqual(await unread(), { notification_count: 3, highlight_count: 1 });
 
       // .m.rule.message disabled: only the content rule notifies.
+      await evaluated();
       await bob.ok('PUT', `${RULES}/underride/.m.rule.message/enabled`, { enabled: false });
       await alice.text(roomId, 'just chatting');
-      assert.deepEqual(await unread(), { notification_count: 2, highlight_count: 2 });
+      assert.deepEqual(await unread(), { notification_count: 3, highlight_count: 1 });
 
-      // A dont_notify override for the room silences it entirely.
+      // A dont_notify override for the room silences it.
       await bob.ok('PUT', `${RULES}/override/mute`, { actions: ['dont_notify'], conditions: [{ kind: 'event_match', key: 'room_id', pattern: roomId }] });
       await alice.text(roomId, 'pizza!');
-      assert.deepEqual(await unread(), { notification_count: 0, highlight_count: 0 });
+      assert.deepEqual(await unread(), { notification_count: 3, highlight_count: 1 });
 
       // Undo both: every message counts again; carol's messages too, and bob's own never.
+      await evaluated();
       await bob.ok('DELETE', `${RULES}/override/mute`);
       await bob.ok('PUT', `${RULES}/underride/.m.rule.message/enabled`, { enabled: true });
       await carol.text(roomId, 'me too');
       await bob.text(roomId, 'pizza for me');
-      assert.deepEqual(await unread(), { notification_count: 6, highlight_count: 3 });
+      await alice.text(roomId, 'more pizza');
+      assert.deepEqual(await unread(), { notification_count: 5, highlight_count: 2 });
       // Alice's counts never depended on bob's rules.
       const a = await alice.sync();
       assert.deepEqual(a.rooms.join[roomId].unread_notifications, { notification_count: 2, highlight_count: 0 });
+      // A read receipt on the latest resets bob's counts.
+      const last = (await bob.ok('GET', '/notifications')).notifications.find((n: any) => n.room_id === roomId);
+      await bob.ok('POST', `/rooms/${enc(roomId)}/receipt/m.read/${enc(last.event.event_id)}`, {});
+      assert.deepEqual(await unread(), { notification_count: 0, highlight_count: 0 });
+    });
+
+    test('unread counts have no bound: 150 unread messages count 150', async () => {
+      const alice = await user('alice');
+      const bob = await user('bob');
+      const carol = await user('carol');
+      const roomId = await alice.createRoom({ preset: 'public_chat' });
+      await bob.join(roomId);
+      await carol.join(roomId);
+      const first = await bob.sync();
+      for (let i = 0; i < 150; i++) await alice.text(roomId, `message ${i}`);
+      await eventually(async () => (await bob.ok('GET', '/notifications?limit=200')).notifications.filter((n: any) => n.room_id === roomId).length === 150, 'the 150 are evaluated');
+      const s = await bob.sync({ since: first.next_batch });
+      assert.deepEqual(s.rooms.join[roomId].unread_notifications, { notification_count: 150, highlight_count: 0 });
+      const initial = await bob.sync();
+      assert.deepEqual(initial.rooms.join[roomId].unread_notifications, { notification_count: 150, highlight_count: 0 });
     });
   });
 }

@@ -8,6 +8,8 @@ import type { PushNotificationsTable, Schema } from '../schema.js';
 export type NotificationRow = Selectable<PushNotificationsTable>;
 
 const ROWS_PER_STATEMENT = 200;
+/** Rooms counted per statement (each adds three parameters). */
+const RANGES_PER_STATEMENT = 100;
 
 function numeric(row: NotificationRow): NotificationRow {
   return { ...row, stream_ordering: Number(row.stream_ordering), event_nid: Number(row.event_nid), highlight: Number(row.highlight), received_ts: Number(row.received_ts) };
@@ -100,4 +102,25 @@ export async function savePusherProgress(
 /** Deletes the notifications received before `before`. */
 export async function pruneNotifications(db: Kysely<Schema>, before: number): Promise<void> {
   await db.deleteFrom('push_notifications').where('received_ts', '<', before).execute();
+}
+
+/** Per room, the user's notifications and highlights in that room's range (after, upTo]. */
+export async function countNotifications(
+  db: Kysely<Schema>,
+  userId: string,
+  ranges: readonly { readonly roomId: string; readonly after: number; readonly upTo: number }[],
+): Promise<Map<string, { notifications: number; highlights: number }>> {
+  const out = new Map<string, { notifications: number; highlights: number }>();
+  for (let i = 0; i < ranges.length; i += RANGES_PER_STATEMENT) {
+    const chunk = ranges.slice(i, i + RANGES_PER_STATEMENT);
+    const rows = await db
+      .selectFrom('push_notifications')
+      .select(['room_id', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('highlight').as('h')])
+      .where('user_id', '=', userId)
+      .where((eb) => eb.or(chunk.map((r) => eb.and([eb('room_id', '=', r.roomId), eb('stream_ordering', '>', r.after), eb('stream_ordering', '<=', r.upTo)]))))
+      .groupBy('room_id')
+      .execute();
+    for (const r of rows) out.set(r.room_id, { notifications: Number(r.n), highlights: Number(r.h ?? 0) });
+  }
+  return out;
 }
