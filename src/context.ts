@@ -409,6 +409,7 @@ async function buildParts(
     serverName,
     pushRules,
     ignoredUsers: (userId) => accountData.ignoredUsers(userId),
+    appServiceUser: (userId) => appServices.exclusiveOwnerOfUser(userId) !== undefined || appServices.bySender(userId) !== undefined,
     notified: (users) => pushSender.wake(users),
     log: core.log,
   });

@@ -1,5 +1,6 @@
 // The push-rule pass: every event on the timeline is evaluated with the push rules of each local
-// user it may notify (the room's joined members when it was sent, and the invitee of an invite),
+// user it may notify (the room's joined members when it was sent, and the invitee of an invite;
+// not the users application services own),
 // and what notifies is stored (storage/push/notifications.ts) for GET /notifications and the
 // pushers, which are then woken. A durable stream consumer on the events stream, apart from the
 // send path: sending never waits for it, and a restart reads on from where it stopped (a batch
@@ -40,6 +41,8 @@ export interface PushActionsOptions {
   readonly serverName: string;
   readonly pushRules: PushRuleSource;
   readonly ignoredUsers: (userId: string) => Promise<ReadonlySet<string>>;
+  /** Users an application service owns exclusively (and services' own senders): never notified, as on the reference server. */
+  readonly appServiceUser?: (userId: string) => boolean;
   /** Told which users were notified of something (their pushers have work). */
   readonly notified: (userIds: ReadonlySet<string>) => void;
   readonly log: { warn(message: string, details?: object): void };
@@ -132,7 +135,7 @@ export class PushActions {
         const targets = facts.members.filter((m) => m.since < position);
         // An invite notifies its (local) invitee, who is not a member yet.
         const invitee = e.type === 'm.room.member' && e.pdu.content['membership'] === 'invite' ? e.stateKey : undefined;
-        if (invitee !== undefined && this.isLocal(invitee) && !targets.some((m) => m.userId === invitee)) {
+        if (invitee !== undefined && this.isLocal(invitee) && this.options.appServiceUser?.(invitee) !== true && !targets.some((m) => m.userId === invitee)) {
           targets.push({ userId: invitee, since: 0, displayName: null });
         }
         for (const member of targets) {
@@ -185,7 +188,7 @@ export class PushActions {
       .where('membership', '=', 'join')
       .where('user_id', 'like', `%:${this.options.serverName}`)
       .execute();
-    const local = rows.filter((r) => this.isLocal(r.user_id));
+    const local = rows.filter((r) => this.isLocal(r.user_id) && this.options.appServiceUser?.(r.user_id) !== true);
     // Display names by membership event, read without passing through the shared event cache
     // (a big room's members would push out what it holds).
     const unknown = local.map((r) => Number(r.event_nid)).filter((nid) => !this.names.has(nid));

@@ -7,7 +7,10 @@
 // and paging.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createServer, type HearthServer } from '../../src/context.js';
@@ -15,6 +18,7 @@ import { enc, request } from '../e2e/support/client.js';
 import { serverBackends, startTestServer, type TestServer, type TestUser } from '../support/server.js';
 
 const RETRY = { minMs: 20, maxMs: 200 };
+const AS_TOKEN = 'bridge-as-token-0123456789';
 const WAIT_MS = 15_000;
 
 interface Pushed {
@@ -100,9 +104,17 @@ for (const { backend, skip } of await serverBackends()) {
         data: { url: gateway.url, ...data },
       });
 
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-push-'));
     before(async () => {
       await gateway.start();
-      hs = await startTestServer({ backend, pushRetry: RETRY });
+      // A bridge that receives nothing: its users are in rooms but are never notified.
+      const registration = join(dir, 'bridge.yaml');
+      writeFileSync(
+        registration,
+        `id: bridge\nurl: null\nas_token: ${AS_TOKEN}\nhs_token: bridge-hs-token-0123456789\nsender_localpart: bridgebot\n` +
+          `namespaces:\n  users:\n    - exclusive: true\n      regex: '@_bridge_.*:localhost'\n`,
+      );
+      hs = await startTestServer({ backend, pushRetry: RETRY, config: { app_service_config_files: [registration] } });
       running = hs.server;
       baseUrl = hs.baseUrl;
       alice = await hs.registerUser('alice', 'alice-password');
@@ -118,6 +130,7 @@ for (const { backend, skip } of await serverBackends()) {
       await running?.close();
       await hs?.close();
       await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
     });
 
     test('a message pushes the other member: the full body and the event_id_only one', async () => {
@@ -265,6 +278,24 @@ for (const { backend, skip } of await serverBackends()) {
       });
       const list = await call(alice, 'GET', '/pushers');
       assert.deepEqual(list.pushers.map((p: any) => p.pushkey), ['alice-full']);
+    });
+
+    test("an application service's users are not notified", async () => {
+      const asCall = async (method: string, path: string, payload?: unknown) => {
+        const r = await request(baseUrl, method, `/_chat/client/v3${path}`, payload, { token: AS_TOKEN });
+        assert.equal(r.status, 200, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+        return r.body as any;
+      };
+      await asCall('POST', '/register', { type: 'm.login.application_service', username: '_bridge_dora', inhibit_login: true });
+      const dora = enc('@_bridge_dora:localhost');
+      await asCall('POST', `/join/${enc(room)}?user_id=${dora}`, {});
+      await asCall('POST', `/join/${enc(room)}`, {});
+      const eventId = await send(bob, room, { msgtype: 'm.text', body: 'for the humans', 'm.mentions': { user_ids: ['@_bridge_dora:localhost', '@bridgebot:localhost'] } });
+      await until("alice's push", () => gateway.to('alice-full').some((n) => n.event_id === eventId));
+      assert.deepEqual((await asCall('GET', `/notifications?user_id=${dora}`)).notifications, []);
+      assert.deepEqual((await asCall('GET', '/notifications')).notifications, []);
+      await asCall('POST', `/rooms/${enc(room)}/leave?user_id=${dora}`, {});
+      await asCall('POST', `/rooms/${enc(room)}/leave`, {});
     });
   });
 }
