@@ -204,6 +204,8 @@ export interface Services {
   readonly federation: FederationClient | undefined;
   /** Sends this server's events to the other servers in their rooms; undefined when federation is disabled. */
   readonly federationSender: FederationSender | undefined;
+  /** The push-rule pass (how far it has evaluated the events stream). */
+  readonly pushActions: PushActions;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged' | 'checkUsername'>;
@@ -666,7 +668,7 @@ async function buildParts(
   return {
     parts,
     rateLimitOverrides,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender, pushActions },
   };
 }
 

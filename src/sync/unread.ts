@@ -140,20 +140,22 @@ export class UnreadCounter {
       const base = Math.max(receipt ?? 0, room.joinedFrom);
       const resume = known !== undefined && known.rules === rules && known.base === base && known.upTo <= room.upTo ? known : undefined;
       let from = resume?.upTo ?? base;
-      // What the push-rule pass has evaluated is counted from its rows; only the events it has
-      // not reached yet are evaluated here. (Events before the pass began are evaluated here too.)
-      if (window !== undefined && from >= window.after) {
+      let at = from < room.upTo ? eventsAtHand(room, from, quiet) : undefined;
+      // Events at hand are evaluated here, costing no statement. Past that, what the push-rule
+      // pass has evaluated is counted from its rows (however many), and only what it has not
+      // reached yet is evaluated here; so are events from before the pass began.
+      if ((at === undefined || at.length >= MAX_EVALUATED) && window !== undefined && from >= window.after) {
         const storedUpTo = Math.min(window.upTo, room.upTo);
         if (storedUpTo > from) {
           storedRanges.push({ roomId: room.roomId, after: from, upTo: storedUpTo });
           from = storedUpTo;
+          at = from < room.upTo ? eventsAtHand(room, from, quiet) : undefined;
         }
       }
       let notifications = resume?.notifications ?? 0;
       let highlights = resume?.highlights ?? 0;
       let complete = true;
       if (from < room.upTo) {
-        const at = eventsAtHand(room, from, quiet);
         let events: StoredEvent[];
         if (at !== undefined) events = at;
         else if (budget > 0) {

@@ -435,7 +435,9 @@ for (const { backend, skip } of await serverBackends()) {
       const a = await alice.sync();
       assert.deepEqual(a.rooms.join[roomId].unread_notifications, { notification_count: 2, highlight_count: 0 });
       // A read receipt on the latest resets bob's counts.
+      await evaluated();
       const last = (await bob.ok('GET', '/notifications')).notifications.find((n: any) => n.room_id === roomId);
+      assert.equal(last.event.content.body, 'more pizza');
       await bob.ok('POST', `/rooms/${enc(roomId)}/receipt/m.read/${enc(last.event.event_id)}`, {});
       assert.deepEqual(await unread(), { notification_count: 0, highlight_count: 0 });
     });
