@@ -63,6 +63,7 @@ function expectedDefaults(dir: string): HearthConfig {
         },
         registration: { per_second: 0.17, burst_count: 3 },
         registration_token_validity: { per_second: 0.1, burst_count: 5 },
+        media_create: { per_second: 10, burst_count: 50 },
       },
     },
     user_api: { bcrypt_cost: 10 },
@@ -76,6 +77,18 @@ function expectedDefaults(dir: string): HearthConfig {
         { width: 96, height: 96, method: 'crop' },
         { width: 640, height: 480, method: 'scale' },
       ],
+      url_preview: {
+        enabled: false,
+        ip_range_blacklist: [
+          '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24',
+          '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24',
+          '224.0.0.0/4', '240.0.0.0/4', '::/128', '::1/128', 'fe80::/10', 'fc00::/7', '2001:db8::/32', 'ff00::/8', 'fec0::/10',
+        ],
+        ip_range_whitelist: [],
+        url_blacklist: [],
+        max_spider_size: 10_485_760,
+        timeout: 10_000,
+      },
     },
     sync_api: { search: { enabled: true, language: 'en' } },
     federation_api: {
