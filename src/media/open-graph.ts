@@ -31,13 +31,24 @@ export function decodeHtml(body: Buffer, contentType: string | undefined): strin
       // An unknown charset: the next candidate.
       continue;
     }
-    return decoder.decode(body);
+    return decoder.encoding === 'windows-1252' ? windows1252(body) : decoder.decode(body);
   }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(body);
   } catch {
-    return new TextDecoder('windows-1252').decode(body);
+    return windows1252(body);
   }
+}
+
+/** What windows-1252 has at 0x80-0x9F (undefined bytes stay as they are, as browsers do). */
+const CP1252_HIGH = '€\x81‚ƒ„…†‡ˆ‰Š‹Œ\x8dŽ\x8f\x90‘’“”•–—˜™š›œ\x9džŸ';
+
+/**
+ * windows-1252, which HTML reads latin1 and ASCII as. Done here: some Node versions' TextDecoder
+ * decode it as plain latin1, getting 0x80-0x9F (curly quotes, dashes, the euro) wrong.
+ */
+function windows1252(body: Buffer): string {
+  return body.toString('latin1').replace(/[\x80-\x9f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]!);
 }
 
 interface Tag {
@@ -122,19 +133,29 @@ function scan(html: string): { tags: Tag[]; titles: string[]; texts: { tag: stri
   return { tags, titles, texts };
 }
 
-const ENTITIES: Readonly<Record<string, string>> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', hellip: '…', mdash: '—', ndash: '–',
-  lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', copy: '©', reg: '®', trade: '™', middot: '·', bull: '•',
-};
+/** HTML 4's Latin-1 entities, in code point order from 160 (the named references pages use most). */
+const LATIN1_NAMES =
+  'nbsp iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn sup2 sup3 acute micro ' +
+  'para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest Agrave Aacute Acirc Atilde Auml Aring AElig Ccedil ' +
+  'Egrave Eacute Ecirc Euml Igrave Iacute Icirc Iuml ETH Ntilde Ograve Oacute Ocirc Otilde Ouml times Oslash Ugrave ' +
+  'Uacute Ucirc Uuml Yacute THORN szlig agrave aacute acirc atilde auml aring aelig ccedil egrave eacute ecirc euml ' +
+  'igrave iacute icirc iuml eth ntilde ograve oacute ocirc otilde ouml divide oslash ugrave uacute ucirc uuml yacute thorn yuml';
+
+const ENTITIES: ReadonlyMap<string, string> = new Map(Object.entries({
+  ...Object.fromEntries(LATIN1_NAMES.split(' ').map((name, i) => [name, String.fromCharCode(160 + i)])),
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", hellip: '…', mdash: '—', ndash: '–', lsquo: '‘', rsquo: '’',
+  ldquo: '“', rdquo: '”', sbquo: '‚', bdquo: '„', bull: '•', trade: '™', euro: '€', OElig: 'Œ', oelig: 'œ', Scaron: 'Š',
+  scaron: 'š', Yuml: 'Ÿ', zwj: '\u200d', zwnj: '\u200c', thinsp: '\u2009', ensp: '\u2002', emsp: '\u2003',
+}));
 
 function decodeEntities(text: string): string {
   if (!text.includes('&')) return text;
-  return text.replace(/&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z]{2,8});?/g, (whole, ref: string) => {
+  return text.replace(/&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,7});?/g, (whole, ref: string) => {
     if (ref.startsWith('#')) {
       const code = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
       return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : '\ufffd';
     }
-    return ENTITIES[ref.toLowerCase()] ?? whole;
+    return ENTITIES.get(ref) ?? ENTITIES.get(ref.toLowerCase()) ?? whole;
   });
 }
 
