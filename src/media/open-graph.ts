@@ -10,6 +10,8 @@
 const MAX_TAGS = 50;
 /** Longest description made from paragraphs. */
 const MAX_DESCRIPTION = 500;
+/** Longest value kept of a tag: previews are kept in memory, and no client shows more. */
+const MAX_VALUE = 4096;
 /** How far into the page `<meta charset>` is looked for (HTML's own rule says 1024 bytes). */
 const CHARSET_SCAN = 1024;
 
@@ -59,7 +61,7 @@ interface Tag {
 }
 
 /** Elements whose content is not markup. */
-const RAW_TEXT = new Set(['script', 'style', 'textarea', 'title', 'noscript', 'template', 'svg']);
+const RAW_TEXT = new Set(['script', 'style', 'textarea', 'title', 'noscript', 'template']);
 
 const ATTRIBUTE = /\s*([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?/y;
 
@@ -68,10 +70,11 @@ function scan(html: string): { tags: Tag[]; titles: string[]; texts: { tag: stri
   const tags: Tag[] = [];
   const titles: string[] = [];
   const texts: { tag: string; text: string }[] = [];
-  /** The open h1 or p being read, and where its text starts. */
-  let reading: { tag: string; from: number } | undefined;
+  /** The h1 or p whose text is being read. */
+  let reading: { tag: string } | undefined;
   let textAt = 0;
   let text = '';
+  let paragraphChars = 0;
   let i = 0;
   while (i < html.length) {
     const lt = html.indexOf('<', i);
@@ -111,13 +114,16 @@ function scan(html: string): { tags: Tag[]; titles: string[]; texts: { tag: stri
     i = textAt = end;
     if (closing) {
       if (reading !== undefined && reading.tag === name) {
-        texts.push({ tag: name, text: cleanText(text) });
+        const done = cleanText(text);
+        if (name === 'p') paragraphChars += done.length;
+        texts.push({ tag: name, text: done });
         reading = undefined;
       }
       continue;
     }
     tags.push({ name, attrs, end });
-    if (RAW_TEXT.has(name)) {
+    // `<script/>` (written as XHTML) has no content to skip.
+    if (RAW_TEXT.has(name) && html[end - 2] !== '/') {
       const closer = new RegExp(`</${name}`, 'ig');
       closer.lastIndex = end;
       const stop = closer.exec(html)?.index ?? html.length;
@@ -125,8 +131,10 @@ function scan(html: string): { tags: Tag[]; titles: string[]; texts: { tag: stri
       i = textAt = stop;
       continue;
     }
-    if ((name === 'h1' || name === 'p') && reading === undefined) {
-      reading = { tag: name, from: end };
+    // Only the first heading and the paragraphs a description needs are kept.
+    const wanted = name === 'h1' ? !texts.some((t) => t.tag === 'h1') : name === 'p' && paragraphChars < MAX_DESCRIPTION;
+    if (wanted && reading === undefined) {
+      reading = { tag: name };
       text = '';
     }
   }
@@ -203,17 +211,17 @@ export function openGraph(html: string, pageUrl: URL): Record<string, string> {
     const property = (tag.attrs.get('property') ?? tag.attrs.get('name') ?? '').toLowerCase();
     if (property.startsWith('og:')) {
       if (count >= MAX_TAGS || property in og) continue;
-      og[property] = content.trim();
+      og[property] = content.trim().slice(0, MAX_VALUE);
       count++;
     } else if (property in TWITTER && !(TWITTER[property]! in twitter) && content.trim() !== '') {
-      twitter[TWITTER[property]!] = content.trim();
+      twitter[TWITTER[property]!] = content.trim().slice(0, MAX_VALUE);
     }
   }
   for (const [key, value] of Object.entries(twitter)) if (!(key in og)) og[key] = value;
 
   if (!og['og:title']) {
     const title = titles.find((t) => t !== '') ?? texts.find((t) => t.tag === 'h1' && t.text !== '')?.text;
-    if (title !== undefined) og['og:title'] = title;
+    if (title !== undefined) og['og:title'] = title.slice(0, MAX_VALUE);
     else delete og['og:title'];
   }
 
@@ -230,7 +238,7 @@ export function openGraph(html: string, pageUrl: URL): Record<string, string> {
 
   if (!og['og:description']) {
     const meta = tags.find((t) => t.name === 'meta' && t.attrs.get('name')?.toLowerCase() === 'description' && (t.attrs.get('content') ?? '').trim() !== '');
-    const description = meta?.attrs.get('content')?.trim() ?? summary(texts.filter((t) => t.tag === 'p').map((t) => t.text));
+    const description = meta?.attrs.get('content')?.trim().slice(0, MAX_VALUE) ?? summary(texts.filter((t) => t.tag === 'p').map((t) => t.text));
     if (description !== undefined) og['og:description'] = description;
     else delete og['og:description'];
   }

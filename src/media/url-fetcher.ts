@@ -188,7 +188,7 @@ export class UrlFetcher {
         res.once('error', () => undefined);
         resolve(res);
       });
-      req.once('error', (err) => reject(err instanceof HearthError ? err : failed(err.message)));
+      req.on('error', (err) => reject(err instanceof HearthError ? err : failed(err.message)));
       req.end();
     });
   }

@@ -125,7 +125,13 @@ export class UrlPreviewService {
 
   private async make(userId: string, url: URL): Promise<Preview> {
     const page = await this.options.fetcher.fetch(url, PAGE_ACCEPT);
-    if (page.mediaType?.startsWith('image/')) return this.store(userId, page);
+    if (page.mediaType?.startsWith('image/')) {
+      return this.store(userId, page).catch((err: unknown) => {
+        // Fetched but not kept: larger than uploads may be, say.
+        if (err instanceof HearthError && err.status === 413) throw new HearthError(502, 'M_TOO_LARGE', err.message);
+        throw err;
+      });
+    }
     if (page.mediaType === undefined || !HTML_TYPES.has(page.mediaType)) return {};
     const og: Preview = openGraph(decodeHtml(page.body, page.contentType), page.url);
     const imageUrl = og['og:image'];

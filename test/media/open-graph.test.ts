@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { decodeHtml, openGraph } from '../../src/media/open-graph.js';
 import { AddressFilter } from '../../src/media/url-fetcher.js';
 
@@ -62,6 +63,21 @@ describe('Open Graph data of a page', () => {
     );
     assert.equal(og['og:title'], 'Real & true');
     assert.equal(og['og:description'], 'a < b and <3');
+  });
+
+  test('self-closed script tags and inline SVG hide nothing after them', () => {
+    const og = openGraph('<script src="a.js"/><svg viewBox="0 0 1 1"><path d="M0"/></svg><title>After</title><p>Text</p>', PAGE);
+    assert.deepEqual(og, { 'og:title': 'After', 'og:description': 'Text' });
+  });
+
+  test('any input: no throw, string values only', () => {
+    const markup = fc.array(fc.constantFrom('<', '>', '</', '<!--', '-->', '"', "'", '=', ' ', 'p', 'title', 'meta', 'script', 'property="og:title"', 'content=', '&amp;', '&#', 'x'), { maxLength: 60 });
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), markup.map((parts) => parts.join(''))), (html) => {
+        for (const value of Object.values(openGraph(html, PAGE))) assert.equal(typeof value, 'string');
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test('numeric and named references', () => {
