@@ -9,7 +9,8 @@ import { lookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate, type ZlibOptions } from 'node:zlib';
 import { HearthError } from '../protocol/errors.js';
 
 /** Redirects followed at most, per URL. */
@@ -136,7 +137,7 @@ export class UrlFetcher {
         res.destroy();
         throw failed(`the server answered ${status}`);
       }
-      const body = decoded(await this.read(res), res.headers['content-encoding'], this.options.maxBytes);
+      const body = await decoded(await this.read(res), res.headers['content-encoding'], this.options.maxBytes);
       const contentType = res.headers['content-type'];
       const mediaType = contentType?.split(';')[0]!.trim().toLowerCase();
       return { url, mediaType: mediaType === '' ? undefined : mediaType, contentType, body };
@@ -223,18 +224,23 @@ function tooLarge(max: number): HearthError {
   return new HearthError(502, 'M_TOO_LARGE', `The content is larger than the ${max} bytes allowed`);
 }
 
+const DECOMPRESSORS: Readonly<Record<string, (data: Buffer, options: ZlibOptions) => Promise<Buffer>>> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress),
+};
+
 /** The body with its Content-Encoding undone, no larger than `max` once undone. */
-function decoded(body: Buffer, encoding: string | undefined, max: number): Buffer {
+async function decoded(body: Buffer, encoding: string | undefined, max: number): Promise<Buffer> {
   const e = encoding?.trim().toLowerCase();
   if (e === undefined || e === '' || e === 'identity') return body;
-  const options = { maxOutputLength: max };
+  const decompress = Object.hasOwn(DECOMPRESSORS, e) ? DECOMPRESSORS[e]! : undefined;
+  if (decompress === undefined) throw failed(`unknown content encoding ${e}`);
   try {
-    if (e === 'gzip' || e === 'x-gzip') return gunzipSync(body, options);
-    if (e === 'deflate') return inflateSync(body, options);
-    if (e === 'br') return brotliDecompressSync(body, options);
+    return await decompress(body, { maxOutputLength: max });
   } catch (err) {
     if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(max);
     throw failed('the content could not be decompressed');
   }
-  throw failed(`unknown content encoding ${e}`);
 }
