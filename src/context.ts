@@ -425,6 +425,7 @@ async function buildParts(
     serverName,
     basePath: config.media_api.base_path,
     maxUploadBytes: config.media_api.max_file_size_bytes,
+    maxPendingUploads: config.media_api.max_pending_uploads,
     dynamicThumbnails: config.media_api.dynamic_thumbnails,
     maxThumbnailGenerators: config.media_api.max_thumbnail_generators,
     thumbnailSizes: config.media_api.thumbnail_sizes,

@@ -258,6 +258,15 @@ export const SERVICE_KEYS = [
       'in front must accept request bodies at least this large.',
   }),
   key({
+    path: 'media_api.max_pending_uploads',
+    kind: integer(1),
+    default: 5,
+    doc:
+      'Media ids a user may hold made with `POST /_chat/media/v1/create` and not yet uploaded to; ' +
+      'one more is 429 M_LIMIT_EXCEEDED (Synapse\'s `max_pending_media_uploads`). An unused id ' +
+      'expires after 24 hours.',
+  }),
+  key({
     path: 'media_api.dynamic_thumbnails',
     kind: boolean,
     default: true,

@@ -138,6 +138,7 @@ export interface HearthConfig {
     base_path: string;
     /** bytes; 0 = unlimited */
     max_file_size_bytes: number;
+    max_pending_uploads: number;
     dynamic_thumbnails: boolean;
     max_thumbnail_generators: number;
     thumbnail_sizes: ThumbnailSize[];

@@ -70,6 +70,7 @@ function expectedDefaults(dir: string): HearthConfig {
     media_api: {
       base_path: join(data, 'media'),
       max_file_size_bytes: 52_428_800,
+      max_pending_uploads: 5,
       dynamic_thumbnails: true,
       max_thumbnail_generators: 10,
       thumbnail_sizes: [
