@@ -185,7 +185,7 @@ export class UrlFetcher {
       const timer = setTimeout(() => req.destroy(failed('timed out')), this.options.timeoutMs);
       req.once('close', () => clearTimeout(timer));
       req.once('response', (res) => {
-        // The body's own time limit: the same timer, until the request closes.
+        // The timer runs on through the body; its errors are read()'s to report.
         res.once('error', () => undefined);
         resolve(res);
       });
