@@ -83,7 +83,10 @@ import { RoomShutdowns } from './rooms/admin/shutdown.js';
 import { legacyRoutes } from './client/legacy/index.js';
 import { mediaConfigRoutes } from './client/media/config.js';
 import { mediaRoutes } from './client/media/routes.js';
+import { previewRoutes } from './client/media/preview.js';
 import { MediaService } from './media/service.js';
+import { UrlFetcher } from './media/url-fetcher.js';
+import { UrlPreviewService } from './media/url-preview.js';
 import { openIdUserInfoRoutes } from './federation/openid.js';
 import { FederationClient, type FederationRequest } from './federation/client.js';
 import { federationCheckRoutes } from './federation/check-routes.js';
@@ -425,12 +428,29 @@ async function buildParts(
     serverName,
     basePath: config.media_api.base_path,
     maxUploadBytes: config.media_api.max_file_size_bytes,
+    maxPendingUploads: config.media_api.max_pending_uploads,
     dynamicThumbnails: config.media_api.dynamic_thumbnails,
     maxThumbnailGenerators: config.media_api.max_thumbnail_generators,
     thumbnailSizes: config.media_api.thumbnail_sizes,
     log: core.log,
     ...(federation !== undefined ? { remote: remoteMediaSource(federation.client) } : {}),
   });
+  // URL previews, when enabled: pages fetched away from the blacklisted addresses.
+  const previewConfig = config.media_api.url_preview;
+  const preview = previewConfig.enabled
+    ? new UrlPreviewService({
+        fetcher: new UrlFetcher({
+          blacklist: previewConfig.ip_range_blacklist,
+          whitelist: previewConfig.ip_range_whitelist,
+          maxBytes: previewConfig.max_spider_size,
+          timeoutMs: previewConfig.timeout,
+          userAgent: 'Hearth (bot; URL preview)',
+        }),
+        media,
+        urlBlacklist: previewConfig.url_blacklist,
+        log: core.log,
+      })
+    : undefined;
   // Third-party lookups, answered by the services that bridge each protocol.
   const thirdParty = new ThirdPartyLookups({
     services: appServices,
@@ -590,7 +610,11 @@ async function buildParts(
       }),
     },
     { name: 'media-config', routes: mediaConfigRoutes({ maxUploadBytes: config.media_api.max_file_size_bytes }) },
-    { name: 'media', routes: [...mediaRoutes({ media }), ...adminMediaRoutes({ media, serverName })], close: () => media.close() },
+    {
+      name: 'media',
+      routes: [...mediaRoutes({ media }), ...(preview !== undefined ? previewRoutes({ preview }) : []), ...adminMediaRoutes({ media, serverName })],
+      close: () => media.close(),
+    },
   ];
   let federationSender: FederationSender | undefined;
   if (federation !== undefined && outbox !== undefined) {

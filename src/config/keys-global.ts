@@ -2,10 +2,8 @@
 
 import { type IgnoredKey, key } from './keys.js';
 import {
-  INVALID,
-  type Kind,
+  addressRange,
   bindAddress,
-  describe,
   boolean,
   clientBaseUrl,
   connectionString,
@@ -20,18 +18,6 @@ import {
   size,
   string,
 } from './kinds.js';
-import { parseAddressRange } from './net.js';
-
-/** An IP address or CIDR range, loaded as `address/prefix`. */
-const addressRange: Kind<string> = {
-  label: 'IP address or CIDR range',
-  parse(raw, at, ctx) {
-    const range = typeof raw === 'string' ? parseAddressRange(raw.trim()) : undefined;
-    if (range !== undefined) return range;
-    ctx.error(at, `must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8, got ${describe(raw)}`);
-    return INVALID;
-  },
-};
 
 export const GLOBAL_KEYS = [
   key({

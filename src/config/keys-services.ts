@@ -6,8 +6,10 @@ import { type IgnoredKey, key } from './keys.js';
 import {
   INVALID,
   type Kind,
+  addressRange,
   boolean,
   describe,
+  duration,
   integer,
   isMapping,
   list,
@@ -20,7 +22,7 @@ import {
   string,
   userId,
 } from './kinds.js';
-import type { LogTarget, PerspectiveKey } from './types.js';
+import type { LogTarget, PerspectiveKey, UrlPattern } from './types.js';
 
 const perspectiveKey = record<PerspectiveKey>('key', {
   key_id: { kind: string(/^ed25519:[A-Za-z0-9_]+$/, 'must be ed25519:<name>') },
@@ -48,7 +50,8 @@ type RateLimitPath =
   | 'login.account'
   | 'login.failed_attempts'
   | 'registration'
-  | 'registration_token_validity';
+  | 'registration_token_validity'
+  | 'media_create';
 
 /** The two keys of one rate limit, `client_api.rate_limiting.<name>.per_second` and `.burst_count`. */
 function rateLimitKeys(name: RateLimitPath, perSecond: number, burstCount: number, docs: { per_second: string; burst_count: string }) {
@@ -57,6 +60,57 @@ function rateLimitKeys(name: RateLimitPath, perSecond: number, burstCount: numbe
     key({ path: `client_api.rate_limiting.${name}.burst_count`, kind: integer(1), default: burstCount, doc: docs.burst_count }),
   ];
 }
+
+/** A glob (`*`, `?`) or, starting with `^`, a regular expression. */
+const urlPart: Kind<string> = {
+  label: 'glob or ^regex',
+  parse(raw, at, ctx) {
+    if (typeof raw === 'string' && raw !== '') {
+      if (!raw.startsWith('^')) return raw;
+      try {
+        new RegExp(raw);
+        return raw;
+      } catch {
+        // reported below
+      }
+    }
+    ctx.error(at, `must be a glob pattern or a regular expression starting with ^, got ${describe(raw)}`);
+    return INVALID;
+  },
+};
+
+const urlPattern = record<UrlPattern>('URL pattern', {
+  scheme: { kind: orNone(urlPart), default: '' },
+  netloc: { kind: orNone(urlPart), default: '' },
+  path: { kind: orNone(urlPart), default: '' },
+  query: { kind: orNone(urlPart), default: '' },
+});
+
+/** Synapse's recommended url_preview_ip_range_blacklist, and the reserved 0/8 and 240/4: every range that is not the public internet. */
+const PRIVATE_RANGES = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '::/128',
+  '::1/128',
+  'fe80::/10',
+  'fc00::/7',
+  '2001:db8::/32',
+  'ff00::/8',
+  'fec0::/10',
+];
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -179,6 +233,10 @@ export const SERVICE_KEYS = [
     per_second: 'Registration-token checks per second from one address once the burst is used up (as Synapse).',
     burst_count: 'Registration-token checks from one address at once before it is limited (as Synapse).',
   }),
+  ...rateLimitKeys('media_create', 10, 50, {
+    per_second: 'Uploads and `/create` calls per second a user may make once the burst is used up (as Synapse).',
+    burst_count: 'Uploads and `/create` calls a user may make at once before being limited (as Synapse).',
+  }),
   key({
     path: 'user_api.bcrypt_cost',
     kind: integer(4, 31),
@@ -198,6 +256,15 @@ export const SERVICE_KEYS = [
     doc:
       'Largest upload accepted, in bytes or with a size suffix; 0 means no limit. A reverse proxy ' +
       'in front must accept request bodies at least this large.',
+  }),
+  key({
+    path: 'media_api.max_pending_uploads',
+    kind: integer(1),
+    default: 5,
+    doc:
+      'Media ids a user may hold made with `POST /_chat/media/v1/create` and not yet uploaded to; ' +
+      'one more is 429 M_LIMIT_EXCEEDED (Synapse\'s `max_pending_media_uploads`). An unused id ' +
+      'expires after 24 hours.',
   }),
   key({
     path: 'media_api.dynamic_thumbnails',
@@ -228,6 +295,56 @@ export const SERVICE_KEYS = [
     doc:
       'Thumbnails made for each uploaded image: width and height in pixels, method `crop` (fill ' +
       'the box, cutting off edges) or `scale` (fit inside the box).',
+  }),
+  key({
+    path: 'media_api.url_preview.enabled',
+    kind: boolean,
+    default: false,
+    doc:
+      'Serve URL previews (`preview_url`): the server fetches the pages users link to. Off, the ' +
+      'endpoint is not served (404 M_UNRECOGNIZED, as Synapse). Before turning it on, check that the ' +
+      'blacklist below covers every address of your own network.',
+  }),
+  key({
+    path: 'media_api.url_preview.ip_range_blacklist',
+    kind: list(addressRange),
+    default: PRIVATE_RANGES,
+    doc:
+      'Addresses never fetched for a preview: a host any of whose addresses lies in one of these ' +
+      'ranges is refused (403); an IPv4 address written as IPv6 (`::ffff:10.0.0.1`) is judged as ' +
+      'IPv4. The default is Synapse\'s recommended list (loopback, private, link-local, ' +
+      'carrier-grade NAT, documentation, multicast, IPv6 unique-local and site-local) with ' +
+      '`0.0.0.0/8` and `240.0.0.0/4` besides. `0.0.0.0` and `::` are always refused.',
+  }),
+  key({
+    path: 'media_api.url_preview.ip_range_whitelist',
+    kind: list(addressRange),
+    default: [],
+    doc: 'Addresses fetched even though the blacklist covers them (an intranet wiki, say).',
+    example: ['192.168.1.10'],
+  }),
+  key({
+    path: 'media_api.url_preview.url_blacklist',
+    kind: list(urlPattern),
+    default: [],
+    doc:
+      'URLs never previewed (403): each entry names parts of the URL, `scheme`, `netloc` (host and ' +
+      'port), `path` and `query`, as glob patterns (`*`, `?`) or, starting with `^`, regular ' +
+      'expressions; a URL is refused when every part an entry names matches. As Synapse\'s ' +
+      '`url_preview_url_blacklist`, with fewer parts.',
+    example: [{ netloc: 'google.com' }, { netloc: '*.google.com' }, { scheme: 'http' }, { netloc: 'www.acme.com', path: '/foo' }],
+  }),
+  key({
+    path: 'media_api.url_preview.max_spider_size',
+    kind: size(1),
+    default: '10mb',
+    doc: 'Largest page or image fetched for a preview; a larger one fails the preview (502).',
+  }),
+  key({
+    path: 'media_api.url_preview.timeout',
+    kind: duration(1),
+    default: '10s',
+    doc: 'How long fetching one URL of a preview (each redirect, the image) may take.',
   }),
   key({
     path: 'sync_api.search.enabled',

@@ -9,6 +9,7 @@ import {
   isNatsAddress,
   isServerName,
   isUserId,
+  parseAddressRange,
   parseBindAddress,
   parseClientBaseUrl,
 } from './net.js';
@@ -165,6 +166,13 @@ export const natsAddress: Kind<string> = textKind(
   'NATS address',
   'must be a nats:// URL or host:port',
   (text) => (isNatsAddress(text) ? text : undefined),
+);
+
+/** An IP address or CIDR range, loaded as `address/prefix`. */
+export const addressRange: Kind<string> = textKind(
+  'IP address or CIDR range',
+  'must be an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8',
+  (text) => parseAddressRange(text.trim()),
 );
 
 export const userId: Kind<string> = textKind('user ID', 'must be a user ID @localpart:server_name', (text) =>

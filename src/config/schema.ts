@@ -50,8 +50,15 @@ export const SECTIONS: Readonly<Record<string, string>> = {
   'client_api.rate_limiting.registration_token_validity':
     'Registration-token validity checks from one client address, which slow down token guessing ' +
     '(Synapse\'s `rc_registration_token_validity`).',
+  'client_api.rate_limiting.media_create':
+    'Media a user uploads (`POST /upload`, `PUT /upload/{serverName}/{mediaId}`) and ids made with ' +
+    '`POST /v1/create`, every attempt counted (Synapse\'s `rc_media_create`).',
   user_api: 'Accounts and passwords.',
   media_api: 'Media uploads, downloads and thumbnails.',
+  'media_api.url_preview':
+    'URL previews: the title, description and image of a page a user links to, fetched by the server ' +
+    '(`GET /_chat/client/v1/media/preview_url`, also `/_chat/media/v3/preview_url`). Each preview ' +
+    'is kept for an hour.',
   sync_api: 'Sync and search.',
   'sync_api.search': 'Full-text search.',
   federation_api: 'Federation with other servers.',

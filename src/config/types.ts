@@ -31,6 +31,14 @@ export interface RateLimit {
   burst_count: number;
 }
 
+/** An entry of url_preview.url_blacklist: the URL parts it names (globs or ^regexes); null: any. */
+export interface UrlPattern {
+  scheme: string | null;
+  netloc: string | null;
+  path: string | null;
+  query: string | null;
+}
+
 export interface LogTarget {
   type: 'std' | 'file';
   level: LogLevel;
@@ -119,6 +127,7 @@ export interface HearthConfig {
       };
       registration: RateLimit;
       registration_token_validity: RateLimit;
+      media_create: RateLimit;
     };
   };
   user_api: {
@@ -129,9 +138,21 @@ export interface HearthConfig {
     base_path: string;
     /** bytes; 0 = unlimited */
     max_file_size_bytes: number;
+    max_pending_uploads: number;
     dynamic_thumbnails: boolean;
     max_thumbnail_generators: number;
     thumbnail_sizes: ThumbnailSize[];
+    url_preview: {
+      enabled: boolean;
+      /** addresses and CIDR ranges as `address/prefix` */
+      ip_range_blacklist: string[];
+      ip_range_whitelist: string[];
+      url_blacklist: UrlPattern[];
+      /** bytes */
+      max_spider_size: number;
+      /** milliseconds */
+      timeout: number;
+    };
   };
   sync_api: {
     search: {

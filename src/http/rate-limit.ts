@@ -7,13 +7,14 @@
 // A request takes its tokens before its handler runs, so concurrent requests cannot slip past a
 // full bucket, and gives back those its outcome does not count: like the reference server, only
 // a sent event, a created room, a join, an invite, a completed registration or a successful login
-// counts, and a failed login only against the account's failed attempts.
+// counts, and a failed login only against the account's failed attempts. Media uploads count
+// every attempt, as the reference server's: a refused upload has cost its bytes already.
 
 import { HearthError } from '../protocol/errors.js';
 import type { Requester } from './route.js';
 
-/** The limits counted per user, kept only when the request succeeds. */
-type PerUserLimit = 'message' | 'room_creation' | 'joins' | 'invites';
+/** The limits counted per user (kept only when the request succeeds, but for media). */
+type PerUserLimit = 'message' | 'room_creation' | 'joins' | 'invites' | 'media_create';
 
 /** The limits routes may name. */
 export type RateLimitName =
@@ -23,7 +24,8 @@ export type RateLimitName =
   | 'invites'
   | 'login'
   | 'registration'
-  | 'registration_token_validity';
+  | 'registration_token_validity'
+  | 'media_create';
 
 export interface BucketSettings {
   /** Actions per second the bucket drains (the long-run rate). */
@@ -45,6 +47,7 @@ export interface RateLimitSettings {
   };
   readonly registration: BucketSettings;
   readonly registration_token_validity: BucketSettings;
+  readonly media_create: BucketSettings;
 }
 
 export interface RateLimiterOptions {
@@ -192,6 +195,7 @@ export class RateLimiter {
       room_creation: new Buckets('room_creation', limits.room_creation, now),
       joins: new Buckets('joins', limits.joins, now),
       invites: new Buckets('invites', limits.invites, now),
+      media_create: new Buckets('media_create', limits.media_create, now),
     };
     this.loginAddress = new Buckets('login.address', limits.login.address, now);
     this.loginAccount = new Buckets('login.account', limits.login.account, now);
@@ -217,10 +221,12 @@ export class RateLimiter {
       case 'message':
       case 'room_creation':
       case 'joins':
-      case 'invites': {
+      case 'invites':
+      case 'media_create': {
         const override = ctx.requester === undefined ? undefined : this.options.userOverride?.(ctx.requester.userId);
         if (override !== undefined && override.per_second === 0 && override.burst_count === 0) return NO_CHARGES;
-        const charge: Charge = { buckets: this.perUser[limit], key: ctx.requester?.userId ?? ctx.address, keep: 'success' };
+        const keep = limit === 'media_create' ? 'always' : 'success';
+        const charge: Charge = { buckets: this.perUser[limit], key: ctx.requester?.userId ?? ctx.address, keep };
         return this.takeAll([override === undefined ? charge : { ...charge, settings: override }]);
       }
       case 'registration':

@@ -34,8 +34,6 @@ import { THUMBNAILABLE, Thumbnailer, type ThumbnailMethod, type ThumbnailRequest
 
 /** How long an id made by `/create` waits for its upload (as Synapse). */
 export const UNUSED_EXPIRES_MS = 24 * 60 * 60_000;
-/** Ids made by `/create` and not uploaded to, per user, at once (Synapse's max_pending_media_uploads). */
-export const MAX_PENDING_UPLOADS = 5;
 /** How long a download of media not yet uploaded waits by default, and at most. */
 export const DEFAULT_WAIT_MS = 20_000;
 export const MAX_WAIT_MS = 120_000;
@@ -47,6 +45,8 @@ export interface MediaServiceOptions {
   readonly basePath: string;
   /** Largest upload in bytes; 0: no limit. */
   readonly maxUploadBytes: number;
+  /** Ids made by `/create` and not uploaded to, per user, at once (media_api.max_pending_uploads). */
+  readonly maxPendingUploads: number;
   readonly dynamicThumbnails: boolean;
   readonly maxThumbnailGenerators: number;
   readonly thumbnailSizes: readonly { readonly width: number; readonly height: number; readonly method: ThumbnailMethod }[];
@@ -127,7 +127,7 @@ export class MediaService {
   /** POST /media/v1/create: an id to upload to later; 429 with too many waiting. */
   async create(userId: string): Promise<{ content_uri: string; unused_expires_at: number }> {
     const now = this.now();
-    if ((await countPendingMedia(this.options.db, userId, now)) >= MAX_PENDING_UPLOADS) {
+    if ((await countPendingMedia(this.options.db, userId, now)) >= this.options.maxPendingUploads) {
       throw new HearthError(429, 'M_LIMIT_EXCEEDED', 'Too many uploads waiting: upload to the ones made first', { retry_after_ms: 60_000 });
     }
     const mediaId = newMediaId();

@@ -98,3 +98,16 @@ async function render(input: string, contentType: string, req: ThumbnailRequest)
     throw new HearthError(400, 'M_UNKNOWN', 'A thumbnail of the image could not be made');
   }
 }
+
+/** An image's width and height (upright, as EXIF orientation turns it), read from its header; undefined when unreadable. */
+export async function imageSize(data: Buffer): Promise<{ width: number; height: number } | undefined> {
+  try {
+    const meta = await sharp(data, { limitInputPixels: false }).metadata();
+    if (meta.width === undefined || meta.height === undefined) return undefined;
+    const height = meta.pageHeight ?? meta.height;
+    // Orientations 5 to 8 turn the image a quarter.
+    return (meta.orientation ?? 1) >= 5 ? { width: height, height: meta.width } : { width: meta.width, height };
+  } catch {
+    return undefined;
+  }
+}

@@ -21,6 +21,7 @@ function settings(burst: number): RateLimitSettings {
     login: { address: b, account: b, failed_attempts: b },
     registration: b,
     registration_token_validity: b,
+    media_create: b,
   };
 }
 
@@ -88,6 +89,17 @@ describe('what each limit counts', () => {
     // Each limit has its own buckets.
     limiter.settle(limiter.charge('joins', ctx(alice)), 200);
     limiter.settle(limiter.charge('message', ctx(user('bob'))), 200);
+  });
+
+  test('media uploads count every attempt, refused ones too, per user; appservices registered unlimited are exempt', () => {
+    const limiter = new RateLimiter({ limits: settings(2), appserviceRateLimited: (id) => id !== 'free-bridge', now: () => 0 });
+    const alice = user('alice');
+    limiter.settle(limiter.charge('media_create', ctx(alice)), 413);
+    limiter.settle(limiter.charge('media_create', ctx(alice)), 200);
+    assert.throws(() => limiter.charge('media_create', ctx(alice)), (err: unknown) => err instanceof RateLimitError && err.limit === 'media_create');
+    limiter.settle(limiter.charge('message', ctx(alice)), 200);
+    const puppet = user('puppet', { appserviceId: 'free-bridge' });
+    for (let i = 0; i < 5; i++) limiter.settle(limiter.charge('media_create', ctx(puppet)), 200);
   });
 
   test('requests in flight hold their place: concurrent sends cannot pass a full bucket', () => {

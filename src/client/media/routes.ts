@@ -84,6 +84,7 @@ export function mediaRoutes(deps: { media: MediaService }): RouteDef[] {
       versions: ['r0', 'v3', 'v1'],
       path: '/upload',
       body: 'stream',
+      rateLimit: 'media_create',
       handler: async (req) => ({ body: { content_uri: await media.upload(requesterId(req), req.body as Readable, uploadInfo(req)) } }),
     },
     {
@@ -92,6 +93,7 @@ export function mediaRoutes(deps: { media: MediaService }): RouteDef[] {
       versions: ['v1'],
       path: '/create',
       body: 'none',
+      rateLimit: 'media_create',
       handler: async (req) => ({ body: await media.create(requesterId(req)) }),
     },
     {
@@ -100,6 +102,7 @@ export function mediaRoutes(deps: { media: MediaService }): RouteDef[] {
       versions: legacy,
       path: '/upload/:serverName/:mediaId',
       body: 'stream',
+      rateLimit: 'media_create',
       handler: async (req) => {
         await media.uploadTo(requesterId(req), req.params['serverName'] ?? '', req.params['mediaId'] ?? '', req.body as Readable, uploadInfo(req));
         return { body: {} };
