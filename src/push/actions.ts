@@ -13,8 +13,8 @@
 // they are never behind the timeline they come with.
 
 import type { Kysely } from 'kysely';
-import { isJsonObject, type JsonObject } from '../protocol/json.js';
-import { evaluatePushRules, type PushContext } from '../protocol/push-rules/index.js';
+import type { JsonObject } from '../protocol/json.js';
+import { evaluatePushRules, senderPowerIn, type PushContext, type SenderPower } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
@@ -60,7 +60,7 @@ interface Member {
 interface RoomFacts {
   readonly members: readonly Member[];
   readonly memberCount: number;
-  readonly powerLevels: JsonObject | undefined;
+  readonly senderPower: (sender: string) => SenderPower;
 }
 
 export class PushActions {
@@ -204,21 +204,10 @@ export class PushActions {
       const state = await reader.stateSubsetOfSnapshot(Number(room.state_snapshot_nid), 'm.room.power_levels', ['']);
       powerLevels = [...state.values()][0]?.pdu.content;
     }
-    return { members, memberCount: Number(room.joined_members), powerLevels };
+    return { members, memberCount: Number(room.joined_members), senderPower: senderPowerIn(powerLevels) };
   }
 }
 
 function contextFor(member: Member, facts: RoomFacts, sender: string): PushContext {
-  const pl = facts.powerLevels;
-  const users = isJsonObject(pl?.['users']) ? (pl['users'] as JsonObject) : {};
-  const level = users[sender];
-  const usersDefault = typeof pl?.['users_default'] === 'number' ? pl['users_default'] : 0;
-  const notifications = isJsonObject(pl?.['notifications']) ? (pl['notifications'] as JsonObject) : undefined;
-  return {
-    userId: member.userId,
-    displayName: member.displayName,
-    roomMemberCount: facts.memberCount,
-    senderPowerLevel: typeof level === 'number' ? level : usersDefault,
-    ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
-  };
+  return { userId: member.userId, displayName: member.displayName, roomMemberCount: facts.memberCount, ...facts.senderPower(sender) };
 }

@@ -10,9 +10,8 @@ import type { ClientEvent } from '../rooms/client-event.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { notificationsBefore } from '../storage/push/notifications.js';
 import type { Schema } from '../storage/schema.js';
-import { ownReadPositions } from '../storage/sync/memberships.js';
+import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
 
-const READ_RECEIPTS = ['m.read', 'm.read.private'];
 
 export interface NotificationJson {
   actions: JsonValue[];
@@ -39,7 +38,7 @@ export async function listNotifications(
   }
   const rows = await notificationsBefore(deps.db, viewer.userId, { before, limit: options.limit, onlyHighlight: options.onlyHighlight });
   const events = await deps.reader.eventsByNids(rows.map((r) => r.event_nid));
-  const read = await ownReadPositions(deps.db, viewer.userId, [...new Set(rows.map((r) => r.room_id))], READ_RECEIPTS);
+  const read = await ownReadPositions(deps.db, viewer.userId, [...new Set(rows.map((r) => r.room_id))], READ_RECEIPT_TYPES);
   const notifications: NotificationJson[] = [];
   const kept = rows.filter((r) => events.has(r.event_nid));
   const served = await deps.reader.clientEvents(kept.map((r) => events.get(r.event_nid)!), { now: deps.now(), viewer });

@@ -11,14 +11,13 @@ import type { PushAction } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { deletePusher, listPushers, type PusherRow } from '../storage/accounts/pushers.js';
 import { latestNotificationPerRoom, notificationsAfter, savePusherProgress, startNewPushers, allPushers, type NotificationRow } from '../storage/push/notifications.js';
-import { ownReadPositions } from '../storage/sync/memberships.js';
+import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { ServiceHttp } from '../appservice/service-api.js';
 import { notifyBody, type NotifyFacts } from './payload.js';
 
 /** Notifications read per pass. */
 const BATCH = 20;
-const READ_RECEIPTS = ['m.read', 'm.read.private'];
 const DEFAULT_RETRY = { minMs: 1000, maxMs: 3_600_000 };
 const GIVE_UP_MS = 24 * 3_600_000;
 
@@ -256,7 +255,7 @@ export class PushSender {
   private async unreadRooms(userId: string): Promise<number> {
     const latest = await latestNotificationPerRoom(this.options.db, userId);
     if (latest.size === 0) return 0;
-    const read = await ownReadPositions(this.options.db, userId, [...latest.keys()], READ_RECEIPTS);
+    const read = await ownReadPositions(this.options.db, userId, [...latest.keys()], READ_RECEIPT_TYPES);
     let n = 0;
     for (const [roomId, position] of latest) if (position > (read.get(roomId) ?? 0)) n++;
     return n;

@@ -6,11 +6,11 @@
 
 import type { Kysely } from 'kysely';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
-import { defaultPushRules, evaluatePushRules, type PushContext, type PushRuleSet } from '../protocol/push-rules/index.js';
+import { defaultPushRules, evaluatePushRules, senderPowerIn, type PushContext, type PushRuleSet } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
-import { ownReadPositions } from '../storage/sync/memberships.js';
+import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
 import type { UnreadNotificationCounts } from './response.js';
 import type { RoomFacts } from './summary.js';
 import type { LoadedTimeline } from './timeline.js';
@@ -62,7 +62,6 @@ export const READ_BUDGET = 2000;
 const CACHE_ENTRIES = 20_000;
 /** Stream events looked through at most, per range, to learn that a room had none there. */
 const QUIET_SCAN = 1000;
-const READ_RECEIPTS = ['m.read', 'm.read.private'];
 
 export interface UnreadRoom {
   readonly roomId: string;
@@ -119,7 +118,7 @@ export class UnreadCounter {
       return known !== undefined && receipts.since !== undefined && known.receiptsAt >= receipts.since && !receipts.ownMoved.has(roomId);
     };
     const toRead = rooms.filter((r) => !stillKnown(r.roomId)).map((r) => r.roomId);
-    const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPTS);
+    const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPT_TYPES);
     const unread = new Set(toRead);
     const rules = await this.pushRules.rulesOf(userId);
     // Per range of the stream before a timeline, the rooms with events there (read once a range).
@@ -205,19 +204,9 @@ export class UnreadCounter {
       const state = await this.reader.stateSubsetOfSnapshot(facts.snapshotNid, 'm.room.power_levels', ['']);
       powerLevels = [...state.values()][0]?.pdu.content;
     }
-    const users = isJsonObject(powerLevels?.['users']) ? (powerLevels['users'] as JsonObject) : {};
-    const usersDefault = typeof powerLevels?.['users_default'] === 'number' ? powerLevels['users_default'] : 0;
-    const notifications = isJsonObject(powerLevels?.['notifications']) ? (powerLevels['notifications'] as JsonObject) : undefined;
+    const power = senderPowerIn(powerLevels);
     const members = facts?.joinedMembers ?? 0;
-    return (sender) => {
-      const level = users[sender];
-      return {
-        userId,
-        roomMemberCount: members,
-        senderPowerLevel: typeof level === 'number' ? level : usersDefault,
-        ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
-      };
-    };
+    return (sender) => ({ userId, roomMemberCount: members, ...power(sender) });
   }
 
   private remember(key: string, value: Counted): void {

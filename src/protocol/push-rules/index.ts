@@ -24,3 +24,5 @@ export { conditionMatches, conditionProblem, DEFAULT_NOTIFICATION_POWER_LEVEL } 
 export { evaluatePushRules, ruleMatches } from './evaluate.js';
 export { compileGlob, compileLiteral, Glob } from './glob.js';
 export { parsePropertyPath, propertyAt } from './property-path.js';
+export type { SenderPower } from './room-power.js';
+export { senderPowerIn } from './room-power.js';

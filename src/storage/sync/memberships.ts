@@ -37,6 +37,9 @@ export async function heroesOfRooms(
   return out;
 }
 
+/** The receipts that mark what a user has read (public and private). */
+export const READ_RECEIPT_TYPES: readonly string[] = ['m.read', 'm.read.private'];
+
 /**
  * Per room, the events-stream position of the latest event the user's read receipts (public or
  * private, any thread) point at. Rooms without one are absent.
