@@ -131,9 +131,11 @@ export interface SearchHit {
   readonly rank: number;
 }
 
-function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
+function conditions(dialect: DialectName, q: SearchQuery, alias: string): RawBuilder<unknown>[] {
   const col = (c: string) => sql.ref(`${alias}.${c}`);
-  const out: RawBuilder<unknown>[] = [sql`${col('room_nid')} in (${sql.join(q.roomNids)})`, sql`${col('key')} in (${sql.join(q.keys)})`];
+  // SQLite reads each FTS match's row by its position; the room index would probe it once per room.
+  const room = dialect === 'sqlite' ? sql`+${col('room_nid')}` : col('room_nid');
+  const out: RawBuilder<unknown>[] = [sql`${room} in (${sql.join(q.roomNids)})`, sql`${col('key')} in (${sql.join(q.keys)})`];
   if (q.senders !== undefined) out.push(q.senders.length === 0 ? sql`1 = 0` : sql`${col('sender')} in (${sql.join(q.senders)})`);
   if (q.notSenders !== undefined && q.notSenders.length > 0) out.push(sql`${col('sender')} not in (${sql.join(q.notSenders)})`);
   if (q.types !== undefined) out.push(q.types.length === 0 ? sql`1 = 0` : sql`${col('type')} in (${sql.join(q.types)})`);
@@ -160,7 +162,7 @@ export async function searchIndex(
 ): Promise<SearchHit[]> {
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return [];
   const match = matchQuery(dialect, q.words);
-  const where = conditions(q, 's');
+  const where = conditions(dialect, q, 's');
   // On SQLite said of the FTS rowid too, so that FTS5 starts its walk there.
   if (page.before !== undefined) where.push(dialect === 'sqlite' ? sql`f.rowid < ${page.before}` : sql`s.position < ${page.before}`);
   const filters = sql.join(where, sql` and `);
@@ -206,7 +208,7 @@ export async function searchIndex(
 export async function countMatches(db: Kysely<Schema>, dialect: DialectName, q: SearchQuery): Promise<number> {
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return 0;
   const match = matchQuery(dialect, q.words);
-  const filters = sql.join(conditions(q, 's'), sql` and `);
+  const filters = sql.join(conditions(dialect, q, 's'), sql` and `);
   const { rows } =
     dialect === 'postgres'
       ? await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters} limit ${MATCH_WINDOW}) m`.execute(db)
