@@ -158,7 +158,7 @@ export const MATCH_WINDOW = 10_000;
  */
 export const SQLITE_RANK_WINDOW = 2_000;
 
-/** SQLite counts a term's matches across the whole index up to this many (1.5 ms per 10,000). */
+/** SQLite counts a term's newest matches across the whole index up to this many (1.5 ms per 10,000). */
 const SQLITE_COUNTED = 100_000;
 
 /**
@@ -168,10 +168,12 @@ const SQLITE_COUNTED = 100_000;
  * alone, without reading rows). A columns `in_window`, `visited`, `matches` table expression.
  */
 function sqliteCount(match: string, window: number): RawBuilder<unknown> {
-  return sql`select n as in_window,
-      case when n < ${window} then null else (select count(*) from event_search_fts where event_search_fts match ${match} and rowid >= low) end as visited,
-      case when n < ${window} then null else (select count(*) from (select 1 from event_search_fts where event_search_fts match ${match} limit ${SQLITE_COUNTED})) end as matches
-    from (select count(*) as n, min(position) as low from newest)`;
+  // One walk of FTS5 for both counts (a prefix's matches are merged from all its words' lists),
+  // newest first so that the window's share is among them; none when the window holds every match.
+  return sql`select w.n as in_window, case when w.n < ${window} then null else m.visited end as visited, case when w.n < ${window} then null else m.matches end as matches
+    from (select count(*) as n from newest) w,
+    (select count(*) as matches, sum(rowid >= (select min(position) from newest)) as visited from (
+      select rowid from event_search_fts where event_search_fts match ${match} and (select count(*) from newest) >= ${window} order by rowid desc limit ${SQLITE_COUNTED})) m`;
 }
 
 interface CountRow {
