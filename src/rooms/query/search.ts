@@ -111,8 +111,10 @@ export async function searchRoomEvents(
   let before = cursor.before;
   let exhausted = false;
   let scanned = 0;
+  let reads = 0;
   while (kept.length < limit && !exhausted && scanned < SCAN_LIMIT) {
-    const batch = Math.min(500, Math.max(20, (limit - kept.length) * 3));
+    // Each read of a rank page ranks its whole window again: when matches are hidden, read more at once.
+    const batch = Math.min(500, Math.max(20, (limit - kept.length) * 3) * 2 ** reads++);
     const hits = await searchIndex(core.db, index.dialect, query, req.orderBy === 'rank' ? { order: 'rank', offset, before: undefined, limit: batch } : { order: 'recent', offset: 0, before, limit: batch });
     if (hits.length < batch) exhausted = true;
     if (counting === undefined && hits[0]?.count !== undefined) counting = Promise.resolve(hits[0].count);
