@@ -165,7 +165,7 @@ const SQLITE_COUNTED = 100_000;
  * SQLite's count beside a window of the newest matches in the rooms (`newest`, its positions
  * `position`): exact when the window holds them all, else the term's matches in the whole index
  * scaled by the share of them the window kept (the matches from its oldest on, counted by FTS5
- * alone, without reading rows). A columns `in_window`, `visited`, `matches` table expression.
+ * alone, without reading rows). Its columns: `in_window`, `visited`, `matches` (estimatedCount).
  */
 function sqliteCount(match: string, window: number): RawBuilder<unknown> {
   // One walk of FTS5 for both counts (a prefix's matches are merged from all its words' lists),
