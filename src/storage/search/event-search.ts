@@ -154,9 +154,10 @@ export const MATCH_WINDOW = 10_000;
 
 /**
  * SQLite ranks at most the newest this many matches in the rooms searched: reading a match's row
- * for the rooms and bm25 cost some 5 µs a match over a large index (10,000 took 45-60 ms).
+ * for the rooms and bm25 cost some 5 µs a match over a large index (10,000 took 45-60 ms, and a
+ * loaded machine triples it).
  */
-export const SQLITE_RANK_WINDOW = 2_000;
+export const SQLITE_RANK_WINDOW = 1_000;
 
 /** SQLite counts a term's newest matches across the whole index up to this many (1.5 ms per 10,000). */
 const SQLITE_COUNTED = 100_000;
