@@ -92,9 +92,10 @@ export async function searchRoomEvents(
     ...(types !== undefined ? { types } : {}),
     ...(notTypes !== undefined ? { notTypes } : {}),
   };
-  // The count runs beside the page's reads (on PostgreSQL, on another connection).
-  const counting = countMatches(core.db, index.dialect, query);
-  counting.catch(() => undefined);
+  // A rank page counts its window itself; a recent page's count runs beside the page's reads (on
+  // PostgreSQL, on another connection).
+  let counting = req.orderBy === 'rank' ? undefined : countMatches(core.db, index.dialect, query);
+  counting?.catch(() => undefined);
   const ignored = await ignoredUsers(userId);
   const histories = new Map<number, VisibilityHistory>();
   const statesBefore = new StatesBefore(core.db, userId);
@@ -110,10 +111,13 @@ export async function searchRoomEvents(
   let before = cursor.before;
   let exhausted = false;
   let scanned = 0;
+  let reads = 0;
   while (kept.length < limit && !exhausted && scanned < SCAN_LIMIT) {
-    const batch = Math.min(500, Math.max(20, (limit - kept.length) * 3));
+    // Each read of a rank page ranks its whole window again: when matches are hidden, read more at once.
+    const batch = Math.min(500, Math.max(20, (limit - kept.length) * 3) * 2 ** reads++);
     const hits = await searchIndex(core.db, index.dialect, query, req.orderBy === 'rank' ? { order: 'rank', offset, before: undefined, limit: batch } : { order: 'recent', offset: 0, before, limit: batch });
     if (hits.length < batch) exhausted = true;
+    if (counting === undefined && hits[0]?.count !== undefined) counting = Promise.resolve(hits[0].count);
     const events = await core.reader.eventsByNids(hits.map((h) => h.eventNid));
     await Promise.all([statesBefore.load([...events.values()]), loadHistories(hits.map((h) => h.roomNid))]);
     let consumed = 0;
@@ -150,7 +154,7 @@ export async function searchRoomEvents(
     results.push(result);
   }
   const out: RoomEventsResults = {
-    count: await counting,
+    count: await (counting ?? countMatches(core.db, index.dialect, query)),
     highlights: highlightsOf(words, kept.map((k) => k.event)),
     results,
   };

@@ -129,11 +129,15 @@ export interface SearchHit {
   readonly roomNid: number;
   /** Higher is better. */
   readonly rank: number;
+  /** On rank pages: what countMatches would answer, read by the same statement. */
+  readonly count?: number;
 }
 
-function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
+function conditions(dialect: DialectName, q: SearchQuery, alias: string): RawBuilder<unknown>[] {
   const col = (c: string) => sql.ref(`${alias}.${c}`);
-  const out: RawBuilder<unknown>[] = [sql`${col('room_nid')} in (${sql.join(q.roomNids)})`, sql`${col('key')} in (${sql.join(q.keys)})`];
+  // SQLite reads each FTS match's row by its position; the room index would probe it once per room.
+  const room = dialect === 'sqlite' ? sql`+${col('room_nid')}` : col('room_nid');
+  const out: RawBuilder<unknown>[] = [sql`${room} in (${sql.join(q.roomNids)})`, sql`${col('key')} in (${sql.join(q.keys)})`];
   if (q.senders !== undefined) out.push(q.senders.length === 0 ? sql`1 = 0` : sql`${col('sender')} in (${sql.join(q.senders)})`);
   if (q.notSenders !== undefined && q.notSenders.length > 0) out.push(sql`${col('sender')} not in (${sql.join(q.notSenders)})`);
   if (q.types !== undefined) out.push(q.types.length === 0 ? sql`1 = 0` : sql`${col('type')} in (${sql.join(q.types)})`);
@@ -142,11 +146,48 @@ function conditions(q: SearchQuery, alias: string): RawBuilder<unknown>[] {
 }
 
 /**
- * Matches ranked, and counted, at most: the newest this many of a term (in the rooms searched).
- * Ranking every match of a word found in half the messages would take seconds; a word that common
- * ranks among its newest matches, and its count reads as "at least" this.
+ * PostgreSQL ranks, and counts, at most the newest this many matches of a term (in the rooms
+ * searched). Ranking every match of a word found in half the messages would take seconds; a word
+ * that common ranks among its newest matches, and its count reads as "at least" this.
  */
 export const MATCH_WINDOW = 10_000;
+
+/**
+ * SQLite ranks at most the newest this many matches in the rooms searched: reading a match's row
+ * for the rooms and bm25 cost some 5 µs a match over a large index (10,000 took 45-60 ms, and a
+ * loaded machine triples it).
+ */
+export const SQLITE_RANK_WINDOW = 1_000;
+
+/** SQLite counts a term's newest matches across the whole index up to this many (1.5 ms per 10,000). */
+const SQLITE_COUNTED = 100_000;
+
+/**
+ * SQLite's count beside a window of the newest matches in the rooms (`newest`, its positions
+ * `position`): exact when the window holds them all, else the term's matches in the whole index
+ * scaled by the share of them the window kept (the matches from its oldest on, counted by FTS5
+ * alone, without reading rows). Its columns: `in_window`, `visited`, `matches` (estimatedCount).
+ */
+function sqliteCount(match: string, window: number): RawBuilder<unknown> {
+  // One walk of FTS5 for both counts (a prefix's matches are merged from all its words' lists),
+  // newest first so that the window's share is among them; none when the window holds every match.
+  return sql`select w.n as in_window, case when w.n < ${window} then null else m.visited end as visited, case when w.n < ${window} then null else m.matches end as matches
+    from (select count(*) as n from newest) w,
+    (select count(*) as matches, sum(rowid >= (select min(position) from newest)) as visited from (
+      select rowid from event_search_fts where event_search_fts match ${match} and (select count(*) from newest) >= ${window} order by rowid desc limit ${SQLITE_COUNTED})) m`;
+}
+
+interface CountRow {
+  readonly in_window: number | string;
+  readonly visited: number | string | null;
+  readonly matches: number | string | null;
+}
+
+function estimatedCount(r: CountRow): number {
+  const inWindow = Number(r.in_window);
+  if (r.visited === null || r.matches === null || Number(r.visited) === 0) return inWindow;
+  return Math.max(inWindow, Math.round((Number(r.matches) * inWindow) / Number(r.visited)));
+}
 
 /**
  * One page of matches: by rank (best first, `offset` matches skipped) or by recency (newest first,
@@ -160,20 +201,21 @@ export async function searchIndex(
 ): Promise<SearchHit[]> {
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return [];
   const match = matchQuery(dialect, q.words);
-  const where = conditions(q, 's');
+  const where = conditions(dialect, q, 's');
   // On SQLite said of the FTS rowid too, so that FTS5 starts its walk there.
   if (page.before !== undefined) where.push(dialect === 'sqlite' ? sql`f.rowid < ${page.before}` : sql`s.position < ${page.before}`);
   const filters = sql.join(where, sql` and `);
-  let rows: { position: number | string; event_nid: number | string; room_nid: number | string; rank: number | string }[];
+  type Row = { position: number | string; event_nid: number | string; room_nid: number | string; rank: number | string; count?: number | string } & Partial<CountRow>;
+  let rows: Row[];
   if (dialect === 'postgres') {
     ({ rows } =
       page.order === 'rank'
-        ? await sql<(typeof rows)[number]>`
+        ? await sql<Row>`
           with q as (select to_tsquery(${q.config}::regconfig, ${match}) as query),
           newest as (select s.position, s.event_nid, s.room_nid, s.vector from event_search s, q where s.vector @@ q.query and ${filters} order by s.position desc limit ${MATCH_WINDOW})
-          select n.position, n.event_nid, n.room_nid, ts_rank_cd(n.vector, q.query) as rank from newest n, q
+          select n.position, n.event_nid, n.room_nid, ts_rank_cd(n.vector, q.query) as rank, count(*) over () as count from newest n, q
           order by rank desc, n.position desc limit ${page.limit} offset ${page.offset}`.execute(db)
-        : await sql<(typeof rows)[number]>`
+        : await sql<Row>`
           select s.position, s.event_nid, s.room_nid, 0 as rank from event_search s
           where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters}
           order by s.position desc limit ${page.limit}`.execute(db));
@@ -182,36 +224,51 @@ export async function searchIndex(
     // row of the rooms); FTS5 walks its matches newest first, so the window costs its size only.
     ({ rows } =
       page.order === 'rank'
-        ? await sql<(typeof rows)[number]>`
+        ? await sql<Row>`
           with newest as materialized (
             select s.position, s.event_nid, s.room_nid, bm25(event_search_fts) as score
             from event_search_fts f cross join event_search s on s.position = f.rowid
             where event_search_fts match ${match} and ${filters}
-            order by f.rowid desc limit ${MATCH_WINDOW})
-          select position, event_nid, room_nid, -score as rank from newest
+            order by f.rowid desc limit ${SQLITE_RANK_WINDOW}),
+          counted as materialized (${sqliteCount(match, SQLITE_RANK_WINDOW)})
+          select position, event_nid, room_nid, -score as rank, c.in_window, c.visited, c.matches from newest, counted c
           order by score, position desc limit ${page.limit} offset ${page.offset}`.execute(db)
-        : await sql<(typeof rows)[number]>`
+        : await sql<Row>`
           select s.position, s.event_nid, s.room_nid, 0 as rank
           from event_search_fts f cross join event_search s on s.position = f.rowid
           where event_search_fts match ${match} and ${filters}
           order by f.rowid desc limit ${page.limit}`.execute(db));
   }
-  return rows.map((r) => ({ position: Number(r.position), eventNid: Number(r.event_nid), roomNid: Number(r.room_nid), rank: Number(r.rank) }));
+  return rows.map((r) => ({
+    position: Number(r.position),
+    eventNid: Number(r.event_nid),
+    roomNid: Number(r.room_nid),
+    rank: Number(r.rank),
+    ...(r.count !== undefined ? { count: Number(r.count) } : {}),
+    ...(r.in_window !== undefined ? { count: estimatedCount(r as CountRow) } : {}),
+  }));
 }
 
 /**
- * How many indexed events match, up to MATCH_WINDOW, before history visibility is applied: an
- * estimate, as the spec allows.
+ * How many indexed events match, before history visibility is applied: an estimate, as the spec
+ * allows. PostgreSQL counts up to MATCH_WINDOW; SQLite counts exactly up to SQLITE_RANK_WINDOW and
+ * estimates beyond (sqliteCount). A rank page says the same (SearchHit.count) at no extra cost.
  */
 export async function countMatches(db: Kysely<Schema>, dialect: DialectName, q: SearchQuery): Promise<number> {
   if (q.words.length === 0 || q.roomNids.length === 0 || q.keys.length === 0) return 0;
   const match = matchQuery(dialect, q.words);
-  const filters = sql.join(conditions(q, 's'), sql` and `);
-  const { rows } =
-    dialect === 'postgres'
-      ? await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters} limit ${MATCH_WINDOW}) m`.execute(db)
-      : await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search_fts f cross join event_search s on s.position = f.rowid where event_search_fts match ${match} and ${filters} limit ${MATCH_WINDOW})`.execute(db);
-  return Number(rows[0]?.n ?? 0);
+  const filters = sql.join(conditions(dialect, q, 's'), sql` and `);
+  if (dialect === 'postgres') {
+    const { rows } = await sql<{ n: number | string }>`select count(*) as n from (select 1 from event_search s where s.vector @@ to_tsquery(${q.config}::regconfig, ${match}) and ${filters} limit ${MATCH_WINDOW}) m`.execute(db);
+    return Number(rows[0]?.n ?? 0);
+  }
+  const { rows } = await sql<CountRow>`
+    with newest as materialized (
+      select f.rowid as position from event_search_fts f cross join event_search s on s.position = f.rowid
+      where event_search_fts match ${match} and ${filters}
+      order by f.rowid desc limit ${SQLITE_RANK_WINDOW})
+    ${sqliteCount(match, SQLITE_RANK_WINDOW)}`.execute(db);
+  return rows[0] === undefined ? 0 : estimatedCount(rows[0]);
 }
 
 /** PostgreSQL's text search configuration for an ISO 639 language code; 'simple' for others. */
