@@ -569,7 +569,7 @@ async function buildParts(
     {
       name: 'pushers',
       routes: [
-        ...pusherRoutes({ pushers: new PusherService({ db, eventsPosition: () => notifier.current().events, onChange: (userId) => pushSender.wake([userId]) }) }),
+        ...pusherRoutes({ pushers: new PusherService({ db, eventsPosition: () => notifier.current().events, onChange: (userId) => pushSender.pushersChanged(userId) }) }),
         ...notificationRoutes({ db, reader: roomService.reader, now: () => Date.now() }),
       ],
       close: async () => {

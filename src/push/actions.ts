@@ -9,12 +9,12 @@
 // Notifications older than a month are deleted, hourly.
 //
 // Room facts evaluation needs (member count, power levels, display names) are read once per room
-// per batch. Sync's unread counts evaluate the same rules on their own (sync/unread.ts), so that
+// and kept until the room's state changes. Sync's unread counts evaluate the same rules on their own (sync/unread.ts), so that
 // they are never behind the timeline they come with.
 
 import type { Kysely } from 'kysely';
 import type { JsonObject } from '../protocol/json.js';
-import { evaluatePushRules, senderPowerIn, type PushContext, type SenderPower } from '../protocol/push-rules/index.js';
+import { evaluatePushRules, senderPowerIn, type PushRuleSet, type SenderPower } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
@@ -25,9 +25,17 @@ import { StreamConsumer } from '../streams/consumer.js';
 import { claimConsumerPosition } from '../storage/streams.js';
 import type { PushRuleSource } from '../sync/unread.js';
 
-/** Events committed within this of the first are evaluated in the same batch. */
-const GATHER_MS = 10;
-const BATCH = 100;
+/**
+ * Events committed within this of the first are evaluated in the same batch: a busy room's
+ * events share its reads and their notifications one insert. (Pushes wait as long; sync's
+ * counts never do, see sync/unread.ts.)
+ */
+const GATHER_MS = 50;
+const BATCH = 200;
+/** Evaluations between turns given to other work. */
+const YIELD_EVERY = 250;
+/** Rooms whose facts are remembered (until their state changes). */
+const ROOM_FACTS_CACHE = 2000;
 /** Notifications are kept this long (GET /notifications shows the last month, as the reference server). */
 const KEEP_MS = 30 * 24 * 3_600_000;
 const PRUNE_EVERY_MS = 3_600_000;
@@ -68,6 +76,8 @@ export class PushActions {
   private readonly now: () => number;
   /** Members' display names, by their membership event (which never changes). */
   private readonly names = new Map<number, string | null>();
+  /** Per room, its facts as of a state snapshot: they hold until the room's state changes. */
+  private readonly facts = new Map<string, { readonly snapshotNid: number; readonly facts: RoomFacts }>();
   private pruner: NodeJS.Timeout | undefined;
   private readonly startAfter: number;
   private began: number | undefined;
@@ -126,10 +136,19 @@ export class PushActions {
       else list.push(e);
     }
     const out: NotificationRow[] = [];
-    const ignoredOf = new Map<string, ReadonlySet<string>>();
+    // Per member: their rules and whom they ignore, read once a batch.
+    const judges = new Map<string, { readonly rules: PushRuleSet; readonly ignored: ReadonlySet<string> }>();
+    const judgeOf = async (userId: string) => {
+      let judge = judges.get(userId);
+      if (judge === undefined) judges.set(userId, (judge = { rules: await this.options.pushRules.rulesOf(userId), ignored: await this.options.ignoredUsers(userId) }));
+      return judge;
+    };
+    const now = this.now();
+    let evaluated = 0;
     for (const [roomId, roomEvents] of byRoom) {
       const facts = await this.roomFacts(roomId);
       if (facts === undefined) continue;
+      for (const m of facts.members) await judgeOf(m.userId);
       for (const e of roomEvents) {
         const position = e.streamOrdering!;
         const targets = facts.members.filter((m) => m.since < position);
@@ -137,18 +156,15 @@ export class PushActions {
         const invitee = e.type === 'm.room.member' && e.pdu.content['membership'] === 'invite' ? e.stateKey : undefined;
         if (invitee !== undefined && this.isLocal(invitee) && this.options.appServiceUser?.(invitee) !== true && !targets.some((m) => m.userId === invitee)) {
           targets.push({ userId: invitee, since: 0, displayName: null });
+          await judgeOf(invitee);
         }
+        const event = { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) };
+        const power = facts.senderPower(e.sender);
         for (const member of targets) {
           if (member.userId === e.sender) continue;
-          let ignored = ignoredOf.get(member.userId);
-          if (ignored === undefined) ignoredOf.set(member.userId, (ignored = await this.options.ignoredUsers(member.userId)));
-          if (ignored.has(e.sender)) continue;
-          const rules = await this.options.pushRules.rulesOf(member.userId);
-          const result = evaluatePushRules(
-            rules,
-            { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) },
-            contextFor(member, facts, e.sender),
-          );
+          const judge = judges.get(member.userId)!;
+          if (judge.ignored.has(e.sender)) continue;
+          const result = evaluatePushRules(judge.rules, event, { userId: member.userId, displayName: member.displayName, roomMemberCount: facts.memberCount, ...power });
           if (result === null || !result.notify) continue;
           out.push({
             user_id: member.userId,
@@ -157,8 +173,14 @@ export class PushActions {
             event_nid: e.nid,
             actions_json: JSON.stringify(result.actions),
             highlight: result.highlight ? 1 : 0,
-            received_ts: this.now(),
+            received_ts: now,
           });
+        }
+        // A big room's batch is long work: requests get their turn between slices of it.
+        evaluated += targets.length;
+        if (evaluated >= YIELD_EVERY) {
+          evaluated = 0;
+          await new Promise((resolve) => setImmediate(resolve));
         }
       }
     }
@@ -181,6 +203,9 @@ export class PushActions {
     const { db, reader } = this.options;
     const room = await reader.roomRow(roomId);
     if (room === undefined || room.state_snapshot_nid === null) return undefined;
+    const snapshotNid = Number(room.state_snapshot_nid);
+    const known = this.facts.get(roomId);
+    if (known !== undefined && known.snapshotNid === snapshotNid) return known.facts;
     const rows = await db
       .selectFrom('room_memberships')
       .select(['user_id', 'event_nid', 'stream_ordering'])
@@ -201,13 +226,14 @@ export class PushActions {
     const members = local.map((r) => ({ userId: r.user_id, since: Number(r.stream_ordering), displayName: this.names.get(Number(r.event_nid)) ?? null }));
     let powerLevels: JsonObject | undefined;
     if (members.length > 0) {
-      const state = await reader.stateSubsetOfSnapshot(Number(room.state_snapshot_nid), 'm.room.power_levels', ['']);
+      const state = await reader.stateSubsetOfSnapshot(snapshotNid, 'm.room.power_levels', ['']);
       powerLevels = [...state.values()][0]?.pdu.content;
     }
-    return { members, memberCount: Number(room.joined_members), senderPower: senderPowerIn(powerLevels) };
+    const facts = { members, memberCount: Number(room.joined_members), senderPower: senderPowerIn(powerLevels) };
+    this.facts.delete(roomId);
+    if (this.facts.size >= ROOM_FACTS_CACHE) this.facts.delete(this.facts.keys().next().value as string);
+    this.facts.set(roomId, { snapshotNid, facts });
+    return facts;
   }
 }
 
-function contextFor(member: Member, facts: RoomFacts, sender: string): PushContext {
-  return { userId: member.userId, displayName: member.displayName, roomMemberCount: facts.memberCount, ...facts.senderPower(sender) };
-}

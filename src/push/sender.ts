@@ -85,7 +85,10 @@ class UserQueue {
 
   private async pass(): Promise<void> {
     const { db } = this.sender.options;
-    const pushers = (await listPushers(db, this.userId)).filter((p) => p.kind === 'http');
+    const all = await listPushers(db, this.userId);
+    // (A pusher set meanwhile has woken this queue again: the next pass reads it.)
+    if (all.length === 0 && !this.again) this.sender.noPushers(this.userId);
+    const pushers = all.filter((p) => p.kind === 'http');
     let retryIn: number | undefined;
     for (const pusher of pushers) {
       const wait = await this.sendPending(pusher);
@@ -157,6 +160,12 @@ class UserQueue {
 
 export class PushSender {
   private readonly queues = new Map<string, UserQueue>();
+  /**
+   * Users with pushers: only they are woken for their notifications. Kept from the pushers at start
+   * and the changes told (`pushersChanged`); one whose pushers went with a device is dropped by the
+   * pass that finds none.
+   */
+  private readonly withPushers = new Set<string>();
   stopped = false;
   /** Notifications gateways took, and attempts that failed (metrics). */
   sent = 0;
@@ -174,13 +183,26 @@ export class PushSender {
   /** Starts every pusher: what a stop left unsent goes now. */
   async start(): Promise<void> {
     await startNewPushers(this.options.db, this.options.eventsPosition());
-    const users = new Set((await allPushers(this.options.db)).map((p) => p.user_id));
-    this.wake(users);
+    for (const p of await allPushers(this.options.db)) this.withPushers.add(p.user_id);
+    this.wake(this.withPushers);
   }
 
-  /** The users have new notifications, or changed pushers. */
+  /** The user set or removed a pusher. */
+  pushersChanged(userId: string): void {
+    this.withPushers.add(userId);
+    this.wake([userId]);
+  }
+
+  /** A pass found the user has no pushers left. */
+  noPushers(userId: string): void {
+    this.withPushers.delete(userId);
+    this.queues.delete(userId);
+  }
+
+  /** The users have new notifications: those with pushers get them. */
   wake(userIds: Iterable<string>): void {
     for (const userId of userIds) {
+      if (!this.withPushers.has(userId)) continue;
       let q = this.queues.get(userId);
       if (q === undefined) this.queues.set(userId, (q = new UserQueue(this, userId)));
       q.wake();

@@ -2,6 +2,8 @@
 // push-rule pass (push/actions.ts), read by GET /notifications and by the pushers (push/sender.ts).
 
 import type { Kysely, Selectable } from 'kysely';
+import type BetterSqlite3 from 'better-sqlite3';
+import { sqliteHandleOf } from '../database.js';
 import type { PusherRow } from '../accounts/pushers.js';
 import type { PushNotificationsTable, Schema } from '../schema.js';
 
@@ -15,8 +17,37 @@ function numeric(row: NotificationRow): NotificationRow {
   return { ...row, stream_ordering: Number(row.stream_ordering), event_nid: Number(row.event_nid), highlight: Number(row.highlight), received_ts: Number(row.received_ts) };
 }
 
-/** Stores the rows; one already stored (the pass saw its batch again) is left as it is. */
+const SQLITE_ROWS_PER_TRANSACTION = 200;
+const INSERT_SQL =
+  'INSERT INTO push_notifications (user_id, stream_ordering, room_id, event_nid, actions_json, highlight, received_ts) ' +
+  'VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, stream_ordering) DO NOTHING';
+/** Per SQLite handle, the insert prepared once (on first use: the table is made by a migration). */
+const sqliteInserts = new WeakMap<object, BetterSqlite3.Statement>();
+
+/**
+ * Stores the rows; one already stored (the pass saw its batch again) is left as it is. The push-rule
+ * pass writes thousands of rows a second: on SQLite they go through one prepared statement in one
+ * transaction, on the connection Kysely lends (so nothing else runs on it meanwhile).
+ */
 export async function insertNotifications(db: Kysely<Schema>, rows: readonly NotificationRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const handle = sqliteHandleOf(db);
+  if (handle !== undefined) {
+    let insert = sqliteInserts.get(handle);
+    if (insert === undefined) sqliteInserts.set(handle, (insert = handle.prepare(INSERT_SQL)));
+    const statement = insert;
+    const write = handle.transaction((from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const r = rows[i]!;
+        statement.run(r.user_id, r.stream_ordering, r.room_id, r.event_nid, r.actions_json, r.highlight, r.received_ts);
+      }
+    });
+    // In slices, each its own transaction, so that the send path is never held up long.
+    for (let i = 0; i < rows.length; i += SQLITE_ROWS_PER_TRANSACTION) {
+      await db.connection().execute(async () => write(i, Math.min(rows.length, i + SQLITE_ROWS_PER_TRANSACTION)));
+    }
+    return;
+  }
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     await db
       .insertInto('push_notifications')
