@@ -51,7 +51,7 @@ before(async () => {
   });
   const dnsClient = new dns.Resolver({ timeout: 1000, tries: 1 });
   dnsClient.setServers([dnsServer.address]);
-  resolver = new ServerResolver({ dns: dnsClient, ca: ca.cert, wellKnownPort: web.port, wellKnownTimeoutMs: 500, now: () => now });
+  resolver = new ServerResolver({ dns: dnsClient, ca: ca.cert, wellKnownPort: web.port, wellKnownTimeoutMs: 2000, now: () => now });
 });
 
 after(async () => {
@@ -239,7 +239,7 @@ describe('well-known delegation', () => {
     const started = Date.now();
     assert.equal((await resolver.resolve('hang.test', 'chat')).via, 'default-port');
     const took = Date.now() - started;
-    assert.ok(took >= 400 && took < 3000, `took ${took} ms`);
+    assert.ok(took >= 1800 && took < 6000, `took ${took} ms`);
   });
 });
 
