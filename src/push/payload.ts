@@ -3,8 +3,8 @@
 // the counts and the priority: the rest is fetched by the app, so nothing of the message passes
 // through the gateway.
 
-import type { JsonObject, JsonValue } from '../protocol/json.js';
-import type { PushAction } from '../protocol/push-rules/index.js';
+import type { JsonObject } from '../protocol/json.js';
+import { summarizeActions, type PushAction } from '../protocol/push-rules/index.js';
 
 export interface NotifyEvent {
   readonly eventId: string;
@@ -34,18 +34,8 @@ export interface NotifyFacts {
   readonly unread: number;
 }
 
-/** The tweaks the actions set, a later one of a name winning. */
-export function tweaksOf(actions: readonly PushAction[]): Record<string, JsonValue> {
-  const tweaks: Record<string, JsonValue> = {};
-  for (const a of actions) {
-    if (typeof a !== 'object' || a === null || typeof a['set_tweak'] !== 'string') continue;
-    tweaks[a['set_tweak']] = (a as { value?: JsonValue }).value ?? true;
-  }
-  return tweaks;
-}
-
 export function notifyBody(event: NotifyEvent, actions: readonly PushAction[], device: NotifyDevice, facts: NotifyFacts): JsonObject {
-  const tweaks = tweaksOf(actions);
+  const { tweaks } = summarizeActions(actions);
   // Encrypted events may be anything, so they wake the device as a highlight or a sound would.
   const prio = event.type === 'm.room.encrypted' || tweaks['highlight'] === true || tweaks['sound'] !== undefined ? 'high' : 'low';
   // The url is where the body goes; the gateway is not told it again.

@@ -14,7 +14,7 @@ import { latestNotificationPerRoom, notificationsAfter, savePusherProgress, star
 import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { ServiceHttp } from '../appservice/service-api.js';
-import { notifyBody, type NotifyFacts } from './payload.js';
+import { notifyBody, type NotifyEvent, type NotifyFacts } from './payload.js';
 
 /** Notifications read per pass. */
 const BATCH = 20;
@@ -34,6 +34,15 @@ export interface PushSenderOptions {
   readonly giveUpMs?: number;
   readonly now?: () => number;
 }
+
+interface PreparedNotification {
+  readonly event: NotifyEvent;
+  readonly actions: readonly PushAction[];
+  readonly facts: NotifyFacts;
+}
+
+/** Within one pass, notifications by position, prepared once for all the user's pushers. */
+type Prepared = Map<number, Promise<PreparedNotification | undefined>>;
 
 /** What failed, for logs and metrics. */
 class GatewayError extends Error {}
@@ -90,8 +99,9 @@ class UserQueue {
     if (all.length === 0 && !this.again) this.sender.noPushers(this.userId);
     const pushers = all.filter((p) => p.kind === 'http');
     let retryIn: number | undefined;
+    const prepared: Prepared = new Map();
     for (const pusher of pushers) {
-      const wait = await this.sendPending(pusher);
+      const wait = await this.sendPending(pusher, prepared);
       if (wait !== undefined) retryIn = Math.min(retryIn ?? wait, wait);
     }
     if (retryIn !== undefined && !this.sender.stopped) {
@@ -104,7 +114,7 @@ class UserQueue {
   }
 
   /** Sends the pusher what it has not been sent; returns the pause before a retry when its gateway failed. */
-  private async sendPending(p: PusherRow): Promise<number | undefined> {
+  private async sendPending(p: PusherRow, prepared: Prepared): Promise<number | undefined> {
     const { db } = this.sender.options;
     const key = { userId: this.userId, appId: p.app_id, pushkey: p.pushkey };
     const backoffKey = `${p.app_id}\u0000${p.pushkey}`;
@@ -126,7 +136,7 @@ class UserQueue {
         const now = this.sender.now();
         let outcome: 'sent' | 'rejected' | 'dropped';
         try {
-          outcome = await this.sender.send(p, row);
+          outcome = await this.sender.send(p, row, prepared);
         } catch (err) {
           failingSince ??= now;
           if (now - failingSince < this.sender.giveUpMs) {
@@ -214,11 +224,6 @@ export class PushSender {
     for (const q of this.queues.values()) await q.idle();
   }
 
-  /** Users whose gateways are being retried (metrics). */
-  get queueCount(): number {
-    return this.queues.size;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     for (const q of this.queues.values()) q.cancel();
@@ -226,11 +231,11 @@ export class PushSender {
   }
 
   /** POSTs one notification to the pusher's gateway: sent, or its pushkey rejected; throws when the gateway failed. */
-  async send(p: PusherRow, row: NotificationRow): Promise<'sent' | 'rejected'> {
+  async send(p: PusherRow, row: NotificationRow, prepared: Prepared = new Map()): Promise<'sent' | 'rejected'> {
     const data = JSON.parse(p.data_json) as JsonObject;
     const url = data['url'];
     if (typeof url !== 'string') return 'rejected';
-    const body = await this.body(p, data, row);
+    const body = await this.body(p, data, row, prepared);
     if (body === undefined) return 'sent';
     const res = await this.options.http({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (res.status < 200 || res.status >= 300) throw new GatewayError(`gateway answered ${res.status}`);
@@ -244,7 +249,16 @@ export class PushSender {
   }
 
   /** The notify body, or undefined when the event is gone (a purged room). */
-  private async body(p: PusherRow, data: JsonObject, row: NotificationRow): Promise<JsonObject | undefined> {
+  private async body(p: PusherRow, data: JsonObject, row: NotificationRow, prepared: Prepared): Promise<JsonObject | undefined> {
+    let ready = prepared.get(row.stream_ordering);
+    if (ready === undefined) prepared.set(row.stream_ordering, (ready = this.prepare(p.user_id, row)));
+    const notification = await ready;
+    if (notification === undefined) return undefined;
+    return notifyBody(notification.event, notification.actions, { appId: p.app_id, pushkey: p.pushkey, createdTs: Number(p.created_ts), data }, notification.facts);
+  }
+
+  /** What every pusher of the user is told of a notification (read once for all of them). */
+  private async prepare(userId: string, row: NotificationRow): Promise<PreparedNotification | undefined> {
     const { reader } = this.options;
     const e = (await reader.eventsByNids([row.event_nid])).get(row.event_nid);
     if (e === undefined) return undefined;
@@ -256,21 +270,19 @@ export class PushSender {
       if (typeof name === 'string') senderDisplayName = name;
     }
     const facts: NotifyFacts = {
-      userId: p.user_id,
+      userId,
       senderDisplayName,
       roomName: room?.name ?? undefined,
       roomAlias: room?.canonical_alias ?? undefined,
-      unread: await this.unreadRooms(p.user_id),
+      unread: await this.unreadRooms(userId),
     };
-    const actions = JSON.parse(row.actions_json) as PushAction[];
     // A redacted event's content is what redaction left of it.
     const content = e.redactedBy !== undefined ? {} : e.pdu.content;
-    return notifyBody(
-      { eventId: e.eventId, roomId: e.roomId, type: e.type, sender: e.sender, content: isJsonObject(content) ? content : {}, stateKey: e.stateKey },
-      actions,
-      { appId: p.app_id, pushkey: p.pushkey, createdTs: Number(p.created_ts), data },
+    return {
+      event: { eventId: e.eventId, roomId: e.roomId, type: e.type, sender: e.sender, content: isJsonObject(content) ? content : {}, stateKey: e.stateKey },
+      actions: JSON.parse(row.actions_json) as PushAction[],
       facts,
-    );
+    };
   }
 
   /** Rooms where the user has notifications after their read receipt. */

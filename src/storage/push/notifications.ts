@@ -94,16 +94,6 @@ export async function latestNotificationPerRoom(db: Kysely<Schema>, userId: stri
   return new Map(rows.map((r) => [r.room_id, Number(r.position)]));
 }
 
-/** The users among `userIds` with at least one pusher. */
-export async function usersWithPushers(db: Kysely<Schema>, userIds: readonly string[]): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (let i = 0; i < userIds.length; i += ROWS_PER_STATEMENT) {
-    const rows = await db.selectFrom('pushers').select('user_id').distinct().where('user_id', 'in', userIds.slice(i, i + ROWS_PER_STATEMENT)).execute();
-    for (const r of rows) out.add(r.user_id);
-  }
-  return out;
-}
-
 /** Every pusher, for the sender's start. */
 export async function allPushers(db: Kysely<Schema>): Promise<PusherRow[]> {
   return (await db.selectFrom('pushers').selectAll().execute()).map((r) => ({ ...r, delivered_up_to: Number(r.delivered_up_to), failing_since: r.failing_since === null ? null : Number(r.failing_since) }));
