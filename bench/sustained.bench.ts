@@ -9,7 +9,8 @@
 //
 // Environment: BENCH_SECONDS (per case, default 60), BENCH_CONNECTIONS (default 1,10,50),
 // BENCH_DATABASES (default sqlite,postgres), BENCH_ENTRY (another build's entry script, e.g. to
-// compare with an earlier commit built elsewhere), BENCH_NODE_FLAGS (more node options for the
+// compare with an earlier commit built elsewhere), BENCH_CONFIG (JSON merged over the server's
+// configuration, see bench/support/server-child.ts), BENCH_NODE_FLAGS (more node options for the
 // server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), HEARTH_TEST_POSTGRES (the PostgreSQL server's admin
 // URL, default postgres://postgres@127.0.0.1:5432/postgres; PostgreSQL is skipped when it does not
 // answer). On PostgreSQL the table also gives the most connections the server held open, sampled

@@ -59,18 +59,26 @@ export function startScriptNodeFlags(): string[] {
  */
 export function writeBenchConfig(dataDir: string, connectionString: string): string {
   const configPath = join(dataDir, 'hearth.yaml');
-  writeFileSync(
-    configPath,
-    stringify({
-      version: 2,
-      global: { server_name: 'bench.test', data_dir: dataDir, database: { connection_string: connectionString } },
-      listen: { http: '127.0.0.1:0' },
-      client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
-      user_api: { bcrypt_cost: 4 },
-      logging: [{ type: 'std', level: 'info' }],
-    }),
-  );
+  const config = {
+    version: 2,
+    global: { server_name: 'bench.test', data_dir: dataDir, database: { connection_string: connectionString } },
+    listen: { http: '127.0.0.1:0' },
+    client_api: { registration_disabled: false, rate_limiting: { enabled: false } },
+    user_api: { bcrypt_cost: 4 },
+    logging: [{ type: 'std', level: 'info' }],
+  };
+  // BENCH_CONFIG: JSON merged over the above, to measure a setting, e.g.
+  // BENCH_CONFIG='{"sync_api":{"search":{"enabled":false}}}'.
+  const extra = process.env['BENCH_CONFIG'];
+  writeFileSync(configPath, stringify(extra === undefined ? config : merged(config, JSON.parse(extra) as unknown)));
   return configPath;
+}
+
+function merged(base: unknown, over: unknown): unknown {
+  if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof over !== 'object' || over === null || Array.isArray(over)) return over;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(over)) out[k] = merged(out[k], v);
+  return out;
 }
 
 /** A /proc/<pid>/status field, in kB (VmHWM: peak RSS; VmRSS: RSS now). */

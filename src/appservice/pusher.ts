@@ -142,7 +142,7 @@ class ServiceQueue {
     const fresh = rows.filter((r) => r.position > state.deliveredPosition);
     if (fresh.length === 0) return;
     // 2. The batch's events the service is interested in, in order.
-    const stored = await reader.eventsByNids(fresh.map((r) => r.nid));
+    const stored = await reader.streamedEvents(fresh.map((r) => r.nid));
     const chosen = [];
     for (const row of fresh) {
       const e = stored.get(row.nid);

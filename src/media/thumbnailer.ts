@@ -4,8 +4,22 @@
 // pixel limit is refused from its header, before anything is decoded. At most
 // `max_thumbnail_generators` run at once; the rest wait their turn.
 
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata, default as Sharp } from 'sharp';
 import { HearthError } from '../protocol/errors.js';
+
+let loaded: Promise<typeof Sharp> | undefined;
+/**
+ * sharp, loaded on first use: libvips adds about 20 MB to the resident memory of a server that
+ * never makes a thumbnail.
+ */
+function loadSharp(): Promise<typeof Sharp> {
+  loaded ??= import('sharp').then((m) => {
+    // libvips keeps a cache of decoded images and operations: not wanted in a long-running server.
+    m.default.cache(false);
+    return m.default;
+  });
+  return loaded;
+}
 
 /** Types a thumbnail is made of. */
 export const THUMBNAILABLE = new Set(['image/jpeg', 'image/jpg', 'image/png', 'image/gif', 'image/webp']);
@@ -35,10 +49,7 @@ export class Thumbnailer {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly maxConcurrent: number) {
-    // libvips keeps a cache of decoded images and operations: not wanted in a long-running server.
-    sharp.cache(false);
-  }
+  constructor(private readonly maxConcurrent: number) {}
 
   /** A thumbnail of the file at `input` (of `contentType`); 400 or 413 when it cannot be made. */
   async make(input: string, contentType: string, req: ThumbnailRequest): Promise<Thumbnail> {
@@ -63,6 +74,7 @@ export class Thumbnailer {
 }
 
 async function render(input: string, contentType: string, req: ThumbnailRequest): Promise<Thumbnail> {
+  const sharp = await loadSharp();
   const mayAnimate = req.animated && (contentType === 'image/gif' || contentType === 'image/webp');
   let meta: Metadata;
   try {
@@ -101,6 +113,7 @@ async function render(input: string, contentType: string, req: ThumbnailRequest)
 
 /** An image's width and height (upright, as EXIF orientation turns it), read from its header; undefined when unreadable. */
 export async function imageSize(data: Buffer): Promise<{ width: number; height: number } | undefined> {
+  const sharp = await loadSharp();
   try {
     const meta = await sharp(data, { limitInputPixels: false }).metadata();
     if (meta.width === undefined || meta.height === undefined) return undefined;

@@ -126,7 +126,7 @@ export class PushActions {
 
   private async handle(rows: readonly TimelineRow[]): Promise<void> {
     const { reader } = this.options;
-    const events = await reader.eventsByNids(rows.map((r) => r.nid));
+    const events = await reader.streamedEvents(rows.map((r) => r.nid));
     const byRoom = new Map<string, StoredEvent[]>();
     for (const row of rows) {
       const e = events.get(row.nid);

@@ -280,6 +280,28 @@ export class RoomReader {
   }
 
   /**
+   * Events by nid as eventsByNids gives them, for consumers of the events stream that read each
+   * event once (the push-rule pass, application service transactions): nothing is added to the
+   * cache or moved in its eviction order, so a stream read in full does not push out what clients
+   * read again. Unknown nids are absent from the result.
+   */
+  async streamedEvents(nids: readonly number[]): Promise<Map<number, StoredEvent>> {
+    const out = new Map<number, StoredEvent>();
+    const missing: number[] = [];
+    for (const nid of nids) {
+      const e = this.cached.peek(nid) ?? this.fresh.get(nid);
+      if (e !== undefined) out.set(nid, e);
+      else missing.push(nid);
+    }
+    if (missing.length === 0) return out;
+    for (const row of await eventsByNids(this.db, missing)) {
+      const nid = Number(row.event_nid);
+      out.set(nid, this.cached.peek(nid) ?? storedEventFromRow(row));
+    }
+    return out;
+  }
+
+  /**
    * Visits events by nid in batches of `batchSize`, as id, PDU and redaction only, without adding
    * them to the cache: for reads of many events kept elsewhere (a room head's state), which would
    * push out what the cache holds for everyone. Unknown nids are skipped.

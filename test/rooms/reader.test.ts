@@ -85,6 +85,26 @@ for (const backend of await storageBackends()) {
       assert.deepEqual(fromRows.recentStream(end, end, 100), []);
     });
 
+    test("a stream consumer's read leaves the event cache as it was", async () => {
+      const { roomId } = await h.rooms.createRoom(alice, {});
+      const ids = [];
+      for (let i = 0; i < 3; i++) ids.push(await h.rooms.sendMessage(alice, roomId, 'm.room.message', { body: `m${i}` }));
+      // From memory (just committed) and from the database (a reader that has only the database).
+      const fromRows = new RoomReader(h.rooms.reader.db, 0);
+      const byId = await fromRows.events(ids);
+      const nids = ids.map((id) => byId.get(id)!.nid);
+      for (const reader of [h.rooms.reader, new RoomReader(h.rooms.reader.db, 0)]) {
+        const before = reader.cacheUsage;
+        const got = await reader.streamedEvents([...nids, 999_999_999]);
+        assert.deepEqual(nids.map((nid) => got.get(nid)?.pdu.content.body), ['m0', 'm1', 'm2']);
+        assert.equal(got.size, 3);
+        assert.deepEqual(reader.cacheUsage, before);
+      }
+      // What the cache holds is answered from it.
+      const cached = (await h.rooms.reader.eventsByNids([nids[0]!])).get(nids[0]!);
+      assert.equal((await h.rooms.reader.streamedEvents([nids[0]!])).get(nids[0]!), cached);
+    });
+
     test('state at a stream position; client format without room_id', async () => {
       const { roomId } = await h.rooms.createRoom(alice, {});
       await h.rooms.sendState(alice, roomId, 'm.room.topic', '', { topic: 'one' });

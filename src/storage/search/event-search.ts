@@ -58,28 +58,38 @@ export interface SearchDocument {
  */
 export async function indexDocuments(db: Kysely<Schema>, dialect: DialectName, config: string, docs: readonly SearchDocument[]): Promise<void> {
   if (docs.length === 0) return;
-  await db.transaction().execute(async (trx) => {
-    for (let i = 0; i < docs.length; i += 500) {
-      let part = docs.slice(i, i + 500);
-      if (dialect === 'postgres') {
-        const values = part.map((d) => sql`(${d.position}, ${d.eventNid}, ${d.roomNid}, ${d.sender}, ${d.type}, ${d.key}, to_tsvector(${config}::regconfig, ${d.value}))`);
+  if (dialect === 'postgres') {
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < docs.length; i += 500) {
+        const values = docs.slice(i, i + 500).map((d) => sql`(${d.position}, ${d.eventNid}, ${d.roomNid}, ${d.sender}, ${d.type}, ${d.key}, to_tsvector(${config}::regconfig, ${d.value}))`);
         await sql`insert into event_search (position, event_nid, room_nid, sender, type, key, vector) values ${sql.join(values)} on conflict do nothing`.execute(trx);
-        continue;
       }
+    });
+    return;
+  }
+  // SQLite's statements run on the event loop: a few short transactions with a turn for other
+  // work between them, rather than one long one (500 messages took some 30 ms).
+  for (let i = 0; i < docs.length; i += SQLITE_CHUNK) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    let part = docs.slice(i, i + SQLITE_CHUNK);
+    await db.transaction().execute(async (trx) => {
       const known = await trx.selectFrom('event_search').select('position').where('position', 'in', part.map((d) => d.position)).execute();
       if (known.length > 0) {
         const skip = new Set(known.map((r) => Number(r.position)));
         part = part.filter((d) => !skip.has(d.position));
-        if (part.length === 0) continue;
+        if (part.length === 0) return;
       }
       await trx
         .insertInto('event_search')
         .values(part.map((d) => ({ position: d.position, event_nid: d.eventNid, room_nid: d.roomNid, sender: d.sender, type: d.type, key: d.key })))
         .execute();
       await sql`insert into event_search_fts (rowid, value) values ${sql.join(part.map((d) => sql`(${d.position}, ${d.value})`))}`.execute(trx);
-    }
-  });
+    });
+  }
 }
+
+/** Documents per SQLite transaction. */
+const SQLITE_CHUNK = 100;
 
 /** Removes these events, once redacted, from the index. */
 export async function unindexEvents(db: Kysely<Schema>, dialect: DialectName, eventIds: readonly string[]): Promise<void> {
