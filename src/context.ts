@@ -299,6 +299,13 @@ async function buildParts(
     eventCache: { maxBytes: core.config.global.cache.max_size_estimated, maxAgeMs: core.config.global.cache.max_age },
   });
   const roomService = rooms;
+  const upgrades = new RoomUpgrades({
+    rooms,
+    db,
+    serverName,
+    carryOver: (userId, oldRoomId, newRoomId) => accountData.carryOverToUpgradedRoom(userId, oldRoomId, newRoomId),
+    log: core.log,
+  });
   // Local users' typing, public receipts and presence go to the other servers as they happen; what
   // must not be lost (to-device messages, device-list and signing-key updates) is queued durably.
   const edus = federation === undefined ? undefined : new EduSender({ db, serverName, client: federation.client, log: core.log });
@@ -544,8 +551,8 @@ async function buildParts(
       name: 'rooms',
       routes:
         federation === undefined
-          ? roomRoutes({ rooms: roomService, appServices })
-          : withRemoteDirectory(roomRoutes({ rooms: roomService, appServices }), {
+          ? roomRoutes({ rooms: roomService, upgrades, appServices })
+          : withRemoteDirectory(roomRoutes({ rooms: roomService, upgrades, appServices }), {
               serverName,
               publicRooms: (server, request) => remotePublicRooms(federation.client, server, request),
             }),
@@ -563,7 +570,7 @@ async function buildParts(
     { name: 'keys', routes: [...keyRoutes({ deviceKeys, deviceLists, crossSigning }), ...roomKeyRoutes({ backups })], close: () => remoteDeviceLists?.close() },
     {
       name: 'legacy',
-      routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService, upgrades: new RoomUpgrades(roomService.reader) }),
+      routes: legacyRoutes({ eventStream, initialSync: new LegacyInitialSync(legacySources), rooms: roomService }),
       stopping: () => eventStream.stopping(),
     },
     {

@@ -211,6 +211,32 @@ export class AccountDataService {
     return position;
   }
 
+  /**
+   * A room upgrade: the user's tags of the old room are set on the new one (unless it has tags
+   * already), and every m.direct list naming the old room names the new one too.
+   */
+  async carryOverToUpgradedRoom(userId: string, oldRoomId: string, newRoomId: string): Promise<void> {
+    const oldTags = (await selectAccountData(this.deps.db, userId, oldRoomId, TAG_TYPE))?.['tags'];
+    if (isJsonObject(oldTags) && Object.keys(oldTags).length > 0) {
+      await this.updateTags(userId, newRoomId, (tags) => {
+        if (Object.keys(tags).length > 0) return false;
+        Object.assign(tags, oldTags);
+        return true;
+      });
+    }
+    await this.update(userId, GLOBAL_ROOM, 'm.direct', (stored) => {
+      if (stored === undefined) return undefined;
+      const next: JsonObject = { ...stored };
+      let changed = false;
+      for (const [who, rooms] of Object.entries(stored)) {
+        if (!Array.isArray(rooms) || !rooms.includes(oldRoomId) || rooms.includes(newRoomId)) continue;
+        next[who] = [...rooms, newRoomId];
+        changed = true;
+      }
+      return changed ? next : undefined;
+    });
+  }
+
   private async require(userId: string, roomId: string, type: string): Promise<JsonObject> {
     const content = await selectAccountData(this.deps.db, userId, roomId, type);
     if (content === undefined) throw HearthError.notFound('Account data not found.');

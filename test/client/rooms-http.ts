@@ -8,10 +8,12 @@ import { accountRoutes } from '../../src/client/account/index.js';
 import { roomRoutes } from '../../src/client/rooms/index.js';
 import { generateSigningKey } from '../../src/protocol/signing.js';
 import { RoomService } from '../../src/rooms/service.js';
+import { RoomUpgrades } from '../../src/rooms/upgrade.js';
 import { openDatabase, type Database } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import type { Schema } from '../../src/storage/schema.js';
 import { InProcessBus } from '../../src/streams/in-process-bus.js';
+import { AccountDataService } from '../../src/users/account-data.js';
 import { AccountService } from '../../src/users/accounts.js';
 import type { TestDatabase } from '../support/databases.js';
 import { HttpClient, type HttpReply } from '../support/http-client.js';
@@ -49,7 +51,15 @@ export async function startRoomsServer(target: TestDatabase): Promise<RoomsServe
     registrationSharedSecret: null,
   });
   const rooms = new RoomService({ db: database.db, dialect: database.dialect, serverName: SERVER, signingKey: generateSigningKey(), notifier: new InProcessBus() });
-  const app = buildHttpApp([...accountRoutes({ accounts }), ...roomRoutes({ rooms })], { authenticate: accounts.authenticate });
+  const accountData = new AccountDataService({ db: database.db, notifier: new InProcessBus() });
+  const upgrades = new RoomUpgrades({
+    rooms,
+    db: database.db,
+    serverName: SERVER,
+    carryOver: (userId, oldRoomId, newRoomId) => accountData.carryOverToUpgradedRoom(userId, oldRoomId, newRoomId),
+    log: { warn: () => undefined },
+  });
+  const app = buildHttpApp([...accountRoutes({ accounts }), ...roomRoutes({ rooms, upgrades })], { authenticate: accounts.authenticate });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const http = new HttpClient(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
   const call: RoomsServer['call'] = (method, path, options = {}) =>

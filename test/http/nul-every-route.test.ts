@@ -365,7 +365,9 @@ for (const { backend, skip } of backends) {
   });
 }
 
-describe('SQLite and PostgreSQL answer every NUL request alike', { skip: backends.find((b) => b.skip !== false)?.skip ?? false }, () => {
+// Compared only when both backends run (HEARTH_TEST_BACKENDS may pick one).
+const comparable = backends.length === 2 ? (backends.find((b) => b.skip !== false)?.skip ?? false) : 'only one backend runs (HEARTH_TEST_BACKENDS)';
+describe('SQLite and PostgreSQL answer every NUL request alike', { skip: comparable }, () => {
   test('the same status and errcode for every request', () => {
     const sqlite = outcomesOf.get('sqlite');
     const postgres = outcomesOf.get('postgres');

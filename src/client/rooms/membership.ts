@@ -4,6 +4,7 @@
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import type { JsonObject } from '../../protocol/json.js';
 import type { JoinOptions } from '../../rooms/perform/join.js';
+import type { RoomUpgrades } from '../../rooms/upgrade.js';
 import type { RoomService } from '../../rooms/service.js';
 import { body, optionalBoolean, optionalObject, optionalString, param, requester, requiredString } from './fields.js';
 
@@ -34,8 +35,15 @@ function viaOf(req: HttpRequest): string[] {
   return via;
 }
 
-export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
+export function membershipRoutes(deps: { rooms: RoomService; upgrades: RoomUpgrades }): RouteDef[] {
   const { rooms } = deps;
+  // A join of an upgraded room's successor brings the member's tags and direct chats along.
+  const join = async (req: HttpRequest, roomIdOrAlias: string) => {
+    const actor = requester(req);
+    const { roomId } = await rooms.join(actor, roomIdOrAlias, joinOptions(req));
+    await deps.upgrades.joined(actor.userId, roomId);
+    return { body: { room_id: roomId } };
+  };
   const reason = (b: ReturnType<typeof body>) => {
     const r = optionalString(b, 'reason');
     return r === undefined ? {} : { reason: r };
@@ -60,10 +68,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/join/:roomIdOrAlias',
       auth: 'guest',
       rateLimit: 'joins',
-      handler: async (req) => {
-        const { roomId } = await rooms.join(requester(req), param(req, 'roomIdOrAlias'), joinOptions(req));
-        return { body: { room_id: roomId } };
-      },
+      handler: (req) => join(req, param(req, 'roomIdOrAlias')),
     },
     {
       method: 'POST',
@@ -72,10 +77,7 @@ export function membershipRoutes(deps: { rooms: RoomService }): RouteDef[] {
       path: '/rooms/:roomId/join',
       auth: 'guest',
       rateLimit: 'joins',
-      handler: async (req) => {
-        const { roomId } = await rooms.join(requester(req), param(req, 'roomId'), joinOptions(req));
-        return { body: { room_id: roomId } };
-      },
+      handler: (req) => join(req, param(req, 'roomId')),
     },
     {
       method: 'POST',

@@ -32,3 +32,9 @@ export async function deleteAlias(db: Kysely<Schema>, alias: string): Promise<bo
   const r = await db.deleteFrom('room_aliases').where('alias', '=', alias).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
+
+/** Points every alias of `fromRoomId` at `toRoomId` (a room upgrade); returns the aliases moved. */
+export async function moveAliases(db: Kysely<Schema>, fromRoomId: string, toRoomId: string): Promise<string[]> {
+  const rows = await db.updateTable('room_aliases').set({ room_id: toRoomId }).where('room_id', '=', fromRoomId).returning('alias').execute();
+  return rows.map((r) => r.alias).sort();
+}

@@ -1,8 +1,8 @@
-// POST /rooms/{roomId}/upgrade: checked as a real upgrade would be, then refused (rooms/upgrade.ts).
+// POST /rooms/{roomId}/upgrade (rooms/upgrade.ts).
 
 import type { RouteDef } from '../../http/route.js';
 import type { RoomUpgrades } from '../../rooms/upgrade.js';
-import { body, param, requester } from '../rooms/fields.js';
+import { body, param, requester } from './fields.js';
 
 export function roomUpgradeRoutes(deps: { upgrades: RoomUpgrades }): RouteDef[] {
   return [
@@ -11,7 +11,8 @@ export function roomUpgradeRoutes(deps: { upgrades: RoomUpgrades }): RouteDef[] 
       api: 'client',
       versions: ['r0', 'v3'],
       path: '/rooms/:roomId/upgrade',
-      handler: async (req) => deps.upgrades.upgrade(requester(req), param(req, 'roomId'), body(req)),
+      rateLimit: 'room_creation',
+      handler: async (req) => ({ body: await deps.upgrades.upgrade(requester(req), param(req, 'roomId'), body(req)) }),
     },
   ];
 }

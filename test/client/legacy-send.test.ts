@@ -1,7 +1,6 @@
-// POST /rooms/{roomId}/send/{eventType} (the legacy send without a transaction id) and POST
-// /rooms/{roomId}/upgrade, over HTTP on SQLite and PostgreSQL: every legacy send is a new event and
-// counts against the same rate limit as the send with a transaction id; an upgrade request is
-// checked as a real one would be and only a valid one is told that upgrades are not supported.
+// POST /rooms/{roomId}/send/{eventType} (the legacy send without a transaction id), over HTTP on
+// SQLite and PostgreSQL: every legacy send is a new event and counts against the same rate limit as
+// the send with a transaction id.
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +11,7 @@ import { type Client, clients, enc } from '../sync/sync-client.js';
 const V3 = '/_matrix/client/v3';
 
 for (const { backend, skip } of await serverBackends()) {
-  describe(`legacy send and room upgrade on ${backend}`, { skip }, () => {
+  describe(`legacy send on ${backend}`, { skip }, () => {
     const hs = useTestServer({ backend });
     const user = clients(hs);
 
@@ -53,66 +52,6 @@ for (const { backend, skip } of await serverBackends()) {
         }
         const notJson = await request(hs.baseUrl, 'POST', `${V3}/rooms/${enc(roomId)}/send/m.room.message`, undefined, { token: alice.user.accessToken, rawBody: 'hello' });
         assert.deepEqual([notJson.status, notJson.body.errcode], [400, 'M_NOT_JSON']);
-      });
-    });
-
-    describe('POST /rooms/{roomId}/upgrade', () => {
-      let alice: Client;
-      let bob: Client;
-      let outsider: Client;
-      let roomId: string;
-      before(async () => {
-        alice = await user('alice');
-        bob = await user('bob');
-        outsider = await user('outsider');
-        roomId = await alice.createRoom({ preset: 'public_chat' });
-        await bob.join(roomId);
-      });
-      const upgrade = (who: Client, target: string, body: unknown) => who.call('POST', `/rooms/${enc(target)}/upgrade`, body);
-
-      test('a missing or unknown version is refused first', async () => {
-        const cases: [unknown, string][] = [
-          [{}, 'M_MISSING_PARAM'],
-          [{ new_version: null }, 'M_MISSING_PARAM'],
-          [{ new_version: '999' }, 'M_UNSUPPORTED_ROOM_VERSION'],
-          [{ new_version: 10 }, 'M_UNSUPPORTED_ROOM_VERSION'],
-          [{ new_version: ['10'] }, 'M_UNSUPPORTED_ROOM_VERSION'],
-        ];
-        for (const [body, errcode] of cases) {
-          // Even on an unknown room: the request is read before the room is looked up.
-          for (const target of [roomId, '!nowhere:localhost']) {
-            const r = await upgrade(alice, target, body);
-            assert.deepEqual([r.status, r.body.errcode], [400, errcode], JSON.stringify(body));
-          }
-        }
-        const notJson = await request(hs.baseUrl, 'POST', `${V3}/rooms/${enc(roomId)}/upgrade`, undefined, { token: alice.user.accessToken, rawBody: '{' });
-        assert.deepEqual([notJson.status, notJson.body.errcode], [400, 'M_NOT_JSON']);
-      });
-
-      test('an unknown room is 404; a room the user is not in, or may not upgrade, 403', async () => {
-        const unknown = await upgrade(alice, '!nowhere:localhost', { new_version: '10' });
-        assert.deepEqual([unknown.status, unknown.body.errcode], [404, 'M_NOT_FOUND']);
-        const stranger = await upgrade(outsider, roomId, { new_version: '10' });
-        assert.deepEqual([stranger.status, stranger.body.errcode], [403, 'M_FORBIDDEN']);
-        // bob is a member with the default power level 0; a tombstone needs 100.
-        const member = await upgrade(bob, roomId, { new_version: '10' });
-        assert.deepEqual([member.status, member.body.errcode], [403, 'M_FORBIDDEN']);
-      });
-
-      test('a request that could be carried out says that upgrades are not supported', async () => {
-        for (const version of ['10', '11', '1']) {
-          const r = await upgrade(alice, roomId, { new_version: version });
-          assert.deepEqual([r.status, r.body.errcode], [400, 'M_UNKNOWN'], version);
-          assert.match(r.body.error, /upgrades are not supported/);
-        }
-        // Nothing was sent: the room has no tombstone.
-        const tombstone = await alice.call('GET', `/rooms/${enc(roomId)}/state/m.room.tombstone`);
-        assert.equal(tombstone.status, 404);
-      });
-
-      test('without a token: 401', async () => {
-        const r = await request(hs.baseUrl, 'POST', `${V3}/rooms/${enc(roomId)}/upgrade`, { new_version: '10' });
-        assert.deepEqual([r.status, r.body.errcode], [401, 'M_MISSING_TOKEN']);
       });
     });
   });
