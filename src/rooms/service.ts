@@ -12,6 +12,7 @@ import type { Actor } from './actor.js';
 import type { ClientEvent } from './client-event.js';
 import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
 import { createAlias, removeAlias, resolveAlias, roomAliases } from './perform/aliases.js';
+import { roomSummary, type RoomSummary } from './query/summary.js';
 import { banUser, unbanUser } from './perform/ban.js';
 import { createRoom, type CreateRoomRequest } from './perform/create.js';
 import {
@@ -405,6 +406,14 @@ export class RoomService {
     } catch {
       return undefined;
     }
+  }
+
+  /** A room's summary (by id or alias) for `userId`, or for a request without a token. */
+  async roomSummary(roomIdOrAlias: string, userId: string | undefined): Promise<RoomSummary> {
+    let roomId = roomIdOrAlias;
+    if (roomIdOrAlias.startsWith('#')) roomId = (await this.resolveAlias(roomIdOrAlias)).room_id;
+    else if (!roomIdOrAlias.startsWith('!')) throw HearthError.invalidParam(`${roomIdOrAlias} is neither a room id nor an alias`);
+    return roomSummary(this.core, roomId, userId);
   }
 
   // ---- aliases and directory ----

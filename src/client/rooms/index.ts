@@ -9,8 +9,9 @@ import { directoryRoutes } from './directory.js';
 import { eventRoutes } from './events.js';
 import { memberRoutes } from './members.js';
 import { membershipRoutes } from './membership.js';
+import { roomSummaryRoutes } from './summary.js';
 import { roomUpgradeRoutes } from './upgrade.js';
 
 export function roomRoutes(deps: { rooms: RoomService; upgrades: RoomUpgrades; appServices?: AppServices }): RouteDef[] {
-  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps)];
+  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps), ...roomSummaryRoutes(deps)];
 }

@@ -35,6 +35,8 @@ export const UNSTABLE_FEATURES: Readonly<Record<string, boolean>> = {
   'm.lazy_load_members': true,
   // Registration and 3PID binding never need an identity server here.
   'm.require_identity_server': false,
+  // Room summaries (MSC3266), also under their unstable paths.
+  'im.nheko.summary': true,
 };
 
 export function versionsRoutes(): RouteDef[] {
