@@ -95,6 +95,7 @@ import { DeviceListEdus } from './federation/device-list-edus.js';
 import { EduSender } from './federation/edu-sender.js';
 import { eduHandlers } from './federation/edus.js';
 import { federationEventRoutes } from './federation/event-routes.js';
+import { FederationRemoteHierarchy, federationHierarchyRoutes } from './federation/hierarchy.js';
 import { federationMembershipRoutes } from './federation/membership-routes.js';
 import { FederationKeyRing } from './federation/key-ring.js';
 import { notaryRoutes } from './federation/notary.js';
@@ -288,7 +289,13 @@ async function buildParts(
     signingKey: core.signingKey,
     keyRing: anyKeyRing,
     ...(federation !== undefined
-      ? { remoteAlias: (alias: string) => remoteAlias(federation.client, alias), remoteMembership: new FederationMembership(federation.client), backfillWhenPaging: true, log: core.log }
+      ? {
+          remoteAlias: (alias: string) => remoteAlias(federation.client, alias),
+          remoteMembership: new FederationMembership(federation.client),
+          remoteHierarchy: new FederationRemoteHierarchy(federation.client, serverName),
+          backfillWhenPaging: true,
+          log: core.log,
+        }
       : {}),
     ...(remoteEvents !== undefined ? { remoteEvents } : {}),
     notifier,
@@ -660,6 +667,7 @@ async function buildParts(
         ...federationEventRoutes({ serverName, rooms: roomService }),
         ...federationUserRoutes({ serverName, deviceKeys, rooms: roomService, deviceListPosition: () => notifier.current().device_lists }),
         ...federationMembershipRoutes({ rooms: roomService }),
+        ...federationHierarchyRoutes({ rooms: roomService }),
         ...notaryRoutes({ keyRing: federation.keyRing, serverName, signingKey: core.signingKey }),
         ...federationMediaRoutes({ media, serverName }),
       ],

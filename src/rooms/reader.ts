@@ -370,7 +370,7 @@ export class RoomReader {
   }
 
   /** Of a snapshot's state, the events of one type with the given state keys (e.g. some members). */
-  async stateSubsetOfSnapshot(snapshotNid: number, type: string, stateKeys: readonly string[]): Promise<Map<StateKey, StoredEvent>> {
+  async stateSubsetOfSnapshot(snapshotNid: number, type: string, stateKeys: readonly string[] | 'all'): Promise<Map<StateKey, StoredEvent>> {
     const ids = await readSnapshotSubset(this.db, snapshotNid, type, stateKeys);
     const events = await this.eventsByNids([...ids.values()]);
     const out = new Map<StateKey, StoredEvent>();

@@ -12,7 +12,8 @@ import type { Actor } from './actor.js';
 import type { ClientEvent } from './client-event.js';
 import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
 import { createAlias, removeAlias, resolveAlias, roomAliases } from './perform/aliases.js';
-import { roomSummary, type RoomSummary } from './query/summary.js';
+import { roomSummary, type RemoteHierarchy, type RoomSummary } from './query/summary.js';
+import { SpaceHierarchies, type HierarchyPage, type HierarchyRequest, type ServerHierarchy } from './query/hierarchy.js';
 import { banUser, unbanUser } from './perform/ban.js';
 import { createRoom, type CreateRoomRequest } from './perform/create.js';
 import {
@@ -102,6 +103,8 @@ const RECENT_HISTORY_ON_JOIN = 20;
 
 export class RoomService {
   private readonly core: RoomCore;
+  private readonly remoteHierarchy: RemoteHierarchy | undefined;
+  private readonly hierarchies: SpaceHierarchies;
   private readonly defaultRoomVersion: string;
   private readonly ignoredUsers: IgnoredUsersOf;
   private readonly receiver: EventReceiver;
@@ -128,9 +131,13 @@ export class RoomService {
       readonly backfillWhenPaging?: boolean;
       /** Where long operations tell their progress (the joins of big rooms). */
       readonly log?: { info(message: string, details?: object): void };
+      /** Rooms this server is not in, asked of other servers for summaries and hierarchies (federation). */
+      readonly remoteHierarchy?: RemoteHierarchy;
     },
   ) {
     this.core = new RoomCore(deps);
+    this.remoteHierarchy = deps.remoteHierarchy;
+    this.hierarchies = new SpaceHierarchies(this.core, deps.remoteHierarchy);
     this.keyRing = deps.keyRing ?? new StaticKeyRing();
     this.remoteMembership = deps.remoteMembership;
     this.backfills = deps.backfillWhenPaging === true && deps.remoteEvents !== undefined;
@@ -408,12 +415,30 @@ export class RoomService {
     }
   }
 
-  /** A room's summary (by id or alias) for `userId`, or for a request without a token. */
-  async roomSummary(roomIdOrAlias: string, userId: string | undefined): Promise<RoomSummary> {
+  /** A page of the space tree below `roomId`, as `actor` may see it. */
+  hierarchy(actor: Actor, roomId: string, request: HierarchyRequest): Promise<HierarchyPage> {
+    return this.hierarchies.page(actor.userId, roomId, request);
+  }
+
+  /** The federation /hierarchy answer for `origin`. */
+  async hierarchyForServer(origin: string, roomId: string, suggestedOnly: boolean): Promise<ServerHierarchy> {
+    if (!(await this.serverAclAllows(origin, roomId))) throw HearthError.forbidden('Server is banned from this room');
+    return this.hierarchies.forServer(origin, roomId, suggestedOnly);
+  }
+
+  /**
+   * A room's summary (by id or alias) for `userId`, or for a request without a token; a room this
+   * server is not in is asked of `via` (or of the servers another server's alias names).
+   */
+  async roomSummary(roomIdOrAlias: string, userId: string | undefined, via: readonly string[] = []): Promise<RoomSummary> {
     let roomId = roomIdOrAlias;
-    if (roomIdOrAlias.startsWith('#')) roomId = (await this.resolveAlias(roomIdOrAlias)).room_id;
-    else if (!roomIdOrAlias.startsWith('!')) throw HearthError.invalidParam(`${roomIdOrAlias} is neither a room id nor an alias`);
-    return roomSummary(this.core, roomId, userId);
+    let servers = via;
+    if (roomIdOrAlias.startsWith('#')) {
+      const resolved = await this.resolveAlias(roomIdOrAlias);
+      roomId = resolved.room_id;
+      if (servers.length === 0) servers = resolved.servers.filter((s) => s !== this.core.serverName);
+    } else if (!roomIdOrAlias.startsWith('!')) throw HearthError.invalidParam(`${roomIdOrAlias} is neither a room id nor an alias`);
+    return roomSummary(this.core, this.remoteHierarchy, roomId, userId, servers);
   }
 
   // ---- aliases and directory ----

@@ -8,10 +8,11 @@ import { createRoomRoutes } from './create-room.js';
 import { directoryRoutes } from './directory.js';
 import { eventRoutes } from './events.js';
 import { memberRoutes } from './members.js';
+import { hierarchyRoutes } from './hierarchy.js';
 import { membershipRoutes } from './membership.js';
 import { roomSummaryRoutes } from './summary.js';
 import { roomUpgradeRoutes } from './upgrade.js';
 
 export function roomRoutes(deps: { rooms: RoomService; upgrades: RoomUpgrades; appServices?: AppServices }): RouteDef[] {
-  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps), ...roomSummaryRoutes(deps)];
+  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps), ...roomSummaryRoutes(deps), ...hierarchyRoutes(deps)];
 }

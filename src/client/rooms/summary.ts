@@ -1,13 +1,18 @@
 // GET /room_summary/{roomIdOrAlias} (client v1, spec 1.15) and the unstable im.nheko.summary paths
 // clients such as Cinny still call (rooms/query/summary.ts). A token is optional: without one, only
-// rooms anyone may see are summarised, and the answer has no membership.
+// rooms anyone may see are summarised, and the answer has no membership. `via` (repeatable) names
+// servers to ask about a room this server is not in.
 
 import type { HttpRequest, RouteDef } from '../../http/route.js';
 import type { RoomService } from '../../rooms/service.js';
 import { param } from './fields.js';
 
 export function roomSummaryRoutes(deps: { rooms: RoomService }): RouteDef[] {
-  const summary = (req: HttpRequest) => deps.rooms.roomSummary(param(req, 'roomIdOrAlias'), req.requester?.userId);
+  const summary = (req: HttpRequest) => {
+    const via = req.query['via'];
+    const servers = via === undefined ? [] : Array.isArray(via) ? via : [via];
+    return deps.rooms.roomSummary(param(req, 'roomIdOrAlias'), req.requester?.userId, servers);
+  };
   return [
     {
       method: 'GET',

@@ -343,26 +343,27 @@ export class StateKeyNids {
 
 /**
  * Part of a snapshot's state: the entries of one event type with the given state keys (e.g. the
- * member events of some users), without reading the whole state. stateKey → event nid.
+ * member events of some users), or with any state key ('all': a space's children), without
+ * reading the whole state. stateKey → event nid.
  */
 export async function readSnapshotSubset(
   db: Kysely<Schema>,
   snapshotNid: number,
   type: string,
-  stateKeys: readonly string[],
+  stateKeys: readonly string[] | 'all',
 ): Promise<Map<StateKey, number>> {
   const out = new Map<StateKey, number>();
   if (stateKeys.length === 0) return out;
   const info = await getSnapshotInfo(db, snapshotNid);
   if (info === undefined) throw new Error(`state snapshot ${snapshotNid} does not exist`);
-  const rows = await db
+  let query = db
     .selectFrom('state_snapshot_entries as e')
     .innerJoin('event_state_keys as k', 'k.state_key_nid', 'e.state_key_nid')
     .select(['e.snapshot_nid', 'k.state_key', 'e.event_nid'])
     .where('e.snapshot_nid', 'in', info.chain)
-    .where('k.event_type', '=', type)
-    .where('k.state_key', 'in', stateKeys)
-    .execute();
+    .where('k.event_type', '=', type);
+  if (stateKeys !== 'all') query = query.where('k.state_key', 'in', stateKeys);
+  const rows = await query.execute();
   for (const layerRows of inChainOrder(info.chain, rows)) {
     for (const r of layerRows) {
       const key = stateKey(type, r.state_key);
