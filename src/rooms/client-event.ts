@@ -34,6 +34,8 @@ export interface ClientEventOptions {
   readonly format?: 'client' | 'federation';
   /** Serve the redacted form though no redaction applies (the sender's data was erased). */
   readonly pruned?: boolean;
+  /** Aggregations of the events relating to this one (unsigned["m.relations"]). */
+  readonly relations?: JsonObject;
 }
 
 /** Unsigned keys a redacted event keeps. */
@@ -57,6 +59,7 @@ export function toClientEvent(e: StoredEvent, options: ClientEventOptions): Clie
   if (e.redactedBy !== undefined && options.redactedBecause !== undefined) {
     unsigned.redacted_because = options.redactedBecause as unknown as JsonObject;
   }
+  if (!redacted && options.relations !== undefined) unsigned['m.relations'] = options.relations;
   if (options.format === 'federation') return { ...pdu, event_id: e.eventId, unsigned } as ClientEvent;
   const out: ClientEvent = {
     event_id: e.eventId,

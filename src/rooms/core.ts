@@ -9,6 +9,7 @@
 import type { Kysely } from 'kysely';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { HearthError } from '../protocol/errors.js';
+import { relationOf } from '../protocol/relations.js';
 import { parseStateKey, stateKey, type StateKey } from '../protocol/events.js';
 import type { SigningKey } from '../protocol/signing.js';
 import type { DialectName } from '../storage/database.js';
@@ -179,6 +180,8 @@ export class RoomCore {
     roomId: string,
     make: (head: RoomHead) => DraftOrExisting,
     txn?: { sender: string; deviceId: string; txnId: string },
+    /** Checks a new event must pass (not run for a transaction id seen before). */
+    check?: () => Promise<void>,
   ): Promise<string> {
     for (;;) {
       const head = await this.head(roomId);
@@ -187,6 +190,7 @@ export class RoomCore {
         const earlier = await this.txnIds.find(key, txn!.txnId);
         if (earlier !== undefined) return earlier;
       }
+      await check?.();
       // Decided in the room's queue, without awaiting: the draft and the event see the same head,
       // and no other send with this transaction id can start in between. The task hands back the
       // write's promise wrapped, so the queue moves on once the event is decided, not stored.
@@ -341,6 +345,9 @@ export class RoomCore {
     let position = 0;
     for (const e of events) {
       if (e.redactionTarget !== undefined) this.reader.evict(e.redactionTarget);
+      // The event related to is read again: its row is marked as having relations.
+      const related = e.status === 'timeline' ? relationOf(e.pdu.content) : undefined;
+      if (related !== undefined) this.reader.evict(related.eventId);
       // Only the stream moving wakes syncs; history and off-timeline events are not news.
       if (e.position !== 'stream') continue;
       roomIds.add(e.head.roomId);

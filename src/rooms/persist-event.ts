@@ -81,4 +81,6 @@ export interface PersistEvent {
   readonly onCurrentState?: boolean;
   /** Set by the writer for events that take a position. */
   streamOrdering: number | undefined;
+  /** Set by the writer when relations to the event were stored before it (they came first). */
+  hasRelations?: boolean;
 }

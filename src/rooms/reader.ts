@@ -29,6 +29,7 @@ import { readSnapshot, readSnapshotSubset } from '../storage/rooms/state-snapsho
 import { currentSnapshotsAt } from '../storage/sync/state-deltas.js';
 import { stateEntryHistories, type StreamEvent, type StreamStateChange } from '../storage/sync/events.js';
 import { toClientEvent, type ClientEvent, type ClientEventOptions } from './client-event.js';
+import { bundledAggregations } from './query/aggregations.js';
 import { noneErased, type ErasedSenders } from './erased-users.js';
 import { EventCache, type EventCacheLimits } from './event-cache.js';
 import { RecentEvents } from './recent-events.js';
@@ -417,12 +418,15 @@ export class RoomReader {
     const redactionIds = [...new Set(events.flatMap((e) => (e.redactedBy === undefined ? [] : [e.redactedBy])))];
     const redactions = redactionIds.length === 0 ? new Map<string, StoredEvent>() : await this.events(redactionIds);
     const pruned = this.erased.size === 0 ? undefined : await this.erasedFor(events, options.viewer?.userId);
+    const relations = await bundledAggregations(this, events, options);
     return events.map((e) => {
       const redaction = e.redactedBy === undefined ? undefined : redactions.get(e.redactedBy);
+      const bundled = relations.get(e.eventId);
       return toClientEvent(e, {
         ...options,
         ...(redaction !== undefined ? { redactedBecause: toClientEvent(redaction, options) } : {}),
         ...(pruned?.has(e.nid) === true ? { pruned: true } : {}),
+        ...(bundled !== undefined ? { relations: bundled } : {}),
       });
     });
   }

@@ -13,6 +13,7 @@ import type { ClientEvent } from './client-event.js';
 import { RoomCore, type MemberProfile, type RoomServiceDeps } from './core.js';
 import { createAlias, removeAlias, resolveAlias, roomAliases } from './perform/aliases.js';
 import { roomSummary, type RemoteHierarchy, type RoomSummary } from './query/summary.js';
+import { eventRelations, roomThreads, type RelationsPage, type RelationsRequest, type ThreadsRequest } from './query/relations.js';
 import { SpaceHierarchies, type HierarchyPage, type HierarchyRequest, type ServerHierarchy } from './query/hierarchy.js';
 import { banUser, unbanUser } from './perform/ban.js';
 import { createRoom, type CreateRoomRequest } from './perform/create.js';
@@ -279,6 +280,16 @@ export class RoomService {
 
   getEvent(actor: Actor, roomId: string, eventId: string): Promise<ClientEvent> {
     return roomEvent(this.core, actor, roomId, eventId, this.ignoredUsers);
+  }
+
+  /** The events relating to one the user may see (GET /relations). */
+  relations(actor: Actor, roomId: string, eventId: string, request: RelationsRequest): Promise<RelationsPage> {
+    return eventRelations(this.core, actor, roomId, eventId, request, this.ignoredUsers);
+  }
+
+  /** A room's threads, newest activity first (GET /threads). */
+  threads(actor: Actor, roomId: string, request: ThreadsRequest): Promise<{ chunk: ClientEvent[]; next_batch?: string }> {
+    return roomThreads(this.core, actor, roomId, request, this.ignoredUsers);
   }
 
   context(actor: Actor, roomId: string, eventId: string, options: { limit: number; filter?: RoomEventFilter }): Promise<EventContext> {

@@ -43,6 +43,8 @@ export interface StoredEvent {
    * stood (PersistEvent.onCurrentState); not kept in the database, so unknown for events read there.
    */
   readonly onCurrentState?: true;
+  /** A stored timeline event relates to this one (aggregations are read for it when served). */
+  readonly hasRelations?: true;
   /** Estimated bytes the parsed event holds in memory (for the event cache's bound). */
   readonly size: number;
 }
@@ -77,6 +79,7 @@ export function storedEventFromRow(row: EventRow): StoredEvent {
     txn: row.txn_device_id !== null && row.txn_id !== null ? { deviceId: row.txn_device_id, txnId: row.txn_id } : undefined,
     stateBeforeNid: row.state_before_nid === null ? undefined : Number(row.state_before_nid),
     stateAfterNid: row.state_after_nid === null ? undefined : Number(row.state_after_nid),
+    ...(row.has_relations !== null && Number(row.has_relations) === 1 ? { hasRelations: true as const } : {}),
     size: estimatedSize(row.json.length + (row.unsigned_json?.length ?? 0)),
   };
 }
@@ -107,6 +110,7 @@ export function storedEventOf(e: PersistEvent): StoredEvent {
     stateBeforeNid: e.snapshotBefore?.info?.nid,
     stateAfterNid: e.snapshotAfter?.info?.nid,
     ...(e.onCurrentState === true ? { onCurrentState: true as const } : {}),
+    ...(e.hasRelations === true ? { hasRelations: true as const } : {}),
     size: estimatedSize(e.json.length + (e.unsigned === undefined ? 0 : JSON.stringify(e.unsigned).length)),
   };
 }

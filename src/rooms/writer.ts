@@ -20,6 +20,8 @@ import type { SnapshotInfo, StateKeyNids } from '../storage/rooms/state-snapshot
 import type { StateWrites } from '../storage/rooms/state-writes.js';
 import type { EventRef, RoomHead, SnapshotRef } from './head.js';
 import type { PersistEvent } from './persist-event.js';
+import { relationOf, type Relation } from '../protocol/relations.js';
+import { deleteRelationOf, markRelated, relatedAlready, writeRelations, type NewRelation } from '../storage/rooms/relations.js';
 
 export interface WriteJob {
   readonly events: readonly PersistEvent[];
@@ -253,6 +255,7 @@ export class EventWriter {
     inserted.forEach((e, i) => (e.ref.nid = nids[i]));
     onStream.forEach((e, rank) => (e.streamOrdering = firstPosition + rank));
     for (const e of events) if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
+    await this.writeRelations(trx, events);
 
     // State keys new to the server are created at once for the whole batch.
     const keys: StateKey[] = [];
@@ -268,7 +271,10 @@ export class EventWriter {
     }
 
     for (const e of events) {
-      if (e.redactionTarget !== undefined) await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
+      if (e.redactionTarget !== undefined) {
+        await setRedactedBy(trx, e.redactionTarget, e.ref.eventId);
+        await deleteRelationOf(trx, e.redactionTarget);
+      }
       if (e.backward !== undefined) {
         await removeBackwardExtremities(trx, e.head.roomNid!, e.backward.remove);
         await addBackwardExtremities(trx, e.head.roomNid!, e.backward.add);
@@ -284,6 +290,37 @@ export class EventWriter {
     const counts = new Map<RoomHead, number>();
     for (const [head, e] of extremitiesOfRoom) counts.set(head, e.extremities!.length);
     return counts;
+  }
+
+  /**
+   * The batch's relations, and the marks on the events they relate to: those stored already, those
+   * in the batch, and events of the batch that relations stored earlier name (history fetched
+   * after the reactions to it).
+   */
+  private async writeRelations(trx: Kysely<Schema>, events: readonly PersistEvent[]): Promise<void> {
+    const relations: NewRelation[] = [];
+    for (const e of events) {
+      const rel = relatingTo(e);
+      if (rel === undefined) continue;
+      relations.push({
+        eventNid: e.ref.nid!,
+        eventId: e.ref.eventId,
+        roomNid: e.head.roomNid!,
+        relatesTo: rel.eventId,
+        relType: rel.relType,
+        type: e.pdu.type,
+        sender: e.pdu.sender,
+        key: rel.key,
+        position: e.streamOrdering!,
+        originServerTs: e.pdu.origin_server_ts,
+      });
+    }
+    await writeRelations(trx, relations);
+    const targets = new Set(relations.map((r) => r.relatesTo));
+    const unsure = events.filter((e) => mayBeRelatedAlready(e) && !targets.has(e.ref.eventId)).map((e) => e.ref.eventId);
+    const earlier = await relatedAlready(trx, unsure);
+    await markRelated(trx, [...earlier]);
+    for (const e of events) if (targets.has(e.ref.eventId) || earlier.has(e.ref.eventId)) e.hasRelations = true;
   }
 
   /** Negative positions for backfilled history (reserved by its backfill, or taken here); the events stream's are taken by the append. */
@@ -355,6 +392,7 @@ async function writeStateChanges(
  */
 function onlyAppends(jobs: readonly Queued[], events: readonly PersistEvent[]): boolean {
   if (jobs.some((q) => q.job.before !== undefined)) return false;
+  if (events.some((e) => relatingTo(e) !== undefined || mayBeRelatedAlready(e))) return false;
   const stored = (s: SnapshotRef | null) => s === null || s.info !== undefined;
   return events.every(
     (e) =>
@@ -367,6 +405,21 @@ function onlyAppends(jobs: readonly Queued[], events: readonly PersistEvent[]): 
       stored(e.snapshotAfter) &&
       (e.extremities === undefined || (e.head.storedExtremityCount === 1 && e.extremities.length === 1)),
   );
+}
+
+/** The relation a stored timeline event makes (none for a redacted one). */
+function relatingTo(e: PersistEvent): Relation | undefined {
+  if (e.status !== 'timeline' || e.position === 'none' || e.redactedBy !== undefined) return undefined;
+  return relationOf(e.pdu.content);
+}
+
+/**
+ * Whether relations to the event may have been stored before it: history fetched later (a
+ * backfill, an outlier now placed), which newer reactions and replies can name. A live event
+ * comes after its ancestors, and what relates to it is nearly always newer.
+ */
+function mayBeRelatedAlready(e: PersistEvent): boolean {
+  return e.status === 'timeline' && (e.position === 'backfill' || e.upgradesOutlier === true);
 }
 
 function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo | null): Required<NewEventRow> {

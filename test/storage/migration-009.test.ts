@@ -79,7 +79,8 @@ for (const backend of await storageBackends()) {
       for (const [table, rows] of Object.entries(written.tables)) {
         for (const row of rows) {
           // Before 009 an event row had `rejected` and no status; a room had no latest position.
-          const { status, latest_position: _latest, ...rest } = row as { status?: string; latest_position?: unknown };
+          // (An event row's relations mark came with 023.)
+          const { status, latest_position: _latest, has_relations: _related, ...rest } = row as { status?: string; latest_position?: unknown; has_relations?: unknown };
           const values = table === 'events' ? { ...rest, rejected: status === 'rejected' ? 1 : 0 } : rest;
           await old.insertInto(table).values(values).execute();
         }

@@ -10,9 +10,10 @@ import { eventRoutes } from './events.js';
 import { memberRoutes } from './members.js';
 import { hierarchyRoutes } from './hierarchy.js';
 import { membershipRoutes } from './membership.js';
+import { relationRoutes } from './relations.js';
 import { roomSummaryRoutes } from './summary.js';
 import { roomUpgradeRoutes } from './upgrade.js';
 
 export function roomRoutes(deps: { rooms: RoomService; upgrades: RoomUpgrades; appServices?: AppServices }): RouteDef[] {
-  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps), ...roomSummaryRoutes(deps), ...hierarchyRoutes(deps)];
+  return [...createRoomRoutes(deps), ...membershipRoutes(deps), ...eventRoutes(deps), ...memberRoutes(deps), ...directoryRoutes(deps), ...roomUpgradeRoutes(deps), ...roomSummaryRoutes(deps), ...hierarchyRoutes(deps), ...relationRoutes(deps)];
 }

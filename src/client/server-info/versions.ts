@@ -37,6 +37,9 @@ export const UNSTABLE_FEATURES: Readonly<Record<string, boolean>> = {
   'm.require_identity_server': false,
   // Room summaries (MSC3266), also under their unstable paths.
   'im.nheko.summary': true,
+  // Threads (MSC3440, in the spec since 1.4) and relations with recursion (MSC3981).
+  'org.matrix.msc3440.stable': true,
+  'org.matrix.msc3981': true,
 };
 
 export function versionsRoutes(): RouteDef[] {

@@ -7,7 +7,9 @@ import { parseRoomAlias, parseUserId, serverNameOf } from '../../protocol/ids.js
 import type { JsonObject } from '../../protocol/json.js';
 import { clientPowerLevelsProblem } from '../../protocol/power-levels.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
+import { ANNOTATION, relationOf, THREAD, type Relation } from '../../protocol/relations.js';
 import { aliasRow } from '../../storage/rooms/aliases.js';
+import { annotationExists } from '../../storage/rooms/relations.js';
 import type { Actor } from '../actor.js';
 import type { RoomCore } from '../core.js';
 import { removeGuests } from './guests.js';
@@ -30,11 +32,31 @@ export async function sendMessageEvent(
     return redactEvent(core, actor, roomId, content.redacts, { ...(reason !== undefined ? { reason } : {}), ...(txnId !== undefined ? { txnId } : {}) });
   }
   const txn = txnId !== undefined && actor.deviceId !== null ? { deviceId: actor.deviceId, txnId } : undefined;
+  const relation = relationOf(content);
   return core.send(
     roomId,
     () => ({ type, sender: actor.userId, content, ...(txn !== undefined ? { txn } : {}) }),
     txn === undefined ? undefined : { sender: actor.userId, ...txn },
+    relation === undefined ? undefined : () => checkRelation(core, actor, type, relation),
   );
+}
+
+/**
+ * What the reference server refuses of a new relation: the same reaction (key) twice from one
+ * user, and a thread started from an event that itself relates to another.
+ */
+async function checkRelation(core: RoomCore, actor: Actor, type: string, relation: Relation): Promise<void> {
+  if (relation.relType === ANNOTATION && relation.key !== undefined) {
+    if (await annotationExists(core.db, relation.eventId, actor.userId, type, relation.key)) {
+      throw new HearthError(400, 'M_DUPLICATE_ANNOTATION', "Can't send same reaction twice");
+    }
+  }
+  if (relation.relType === THREAD) {
+    const parent = await core.reader.event(relation.eventId);
+    if (parent !== undefined && parent.redactedBy === undefined && relationOf(parent.pdu.content) !== undefined) {
+      throw new HearthError(400, 'M_UNKNOWN', 'Cannot start threads from an event with a relation');
+    }
+  }
 }
 
 export async function sendStateEvent(

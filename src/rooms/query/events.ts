@@ -22,7 +22,7 @@ async function visible(statesBefore: StatesBefore, history: VisibilityHistory, e
   return canSeeEvent(history, statesBefore.visibilityEvent(e, positionOf(e)), userId);
 }
 
-async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
+export async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
   const access = await roomAccess(core, roomId, actor.userId);
   if (needsHistoryAccess) requireHistoryAccess(access, actor.userId);
   const event = await core.reader.event(eventId);

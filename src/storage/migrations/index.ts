@@ -25,13 +25,14 @@ import { search } from './019-search.js';
 import { adminUsers } from './020-admin-users.js';
 import { adminRooms } from './021-admin-rooms.js';
 import { pushNotifications } from './022-push-notifications.js';
+import { eventRelations } from './023-event-relations.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications, eventRelations];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -9,7 +9,7 @@ import type { EventsTable, Schema } from '../schema.js';
 /** An event row with its room's id and version. */
 export type EventRow = Selectable<EventsTable> & { room_id: string; room_version: string };
 
-export type NewEventRow = Omit<Insertable<EventsTable>, 'event_nid'>;
+export type NewEventRow = Omit<Insertable<EventsTable>, 'event_nid' | 'has_relations'>;
 
 export function selectEvents(db: Kysely<Schema>) {
   return db.selectFrom('events as e').innerJoin('rooms as r', 'r.room_nid', 'e.room_nid').selectAll('e').select(['r.room_id', 'r.room_version']);

@@ -73,6 +73,26 @@ export interface EventsTable {
   /** For events a client sent with a transaction id: its device and txnId (idempotent sends). */
   txn_device_id: string | null;
   txn_id: string | null;
+  /** 1 once a stored timeline event relates to this one (event_relations); null before. */
+  has_relations: number | null;
+}
+
+/** A timeline event that relates to another (m.relates_to with a rel_type). */
+export interface EventRelationsTable {
+  /** The relating event. */
+  event_nid: number;
+  event_id: string;
+  room_nid: number;
+  /** The event it relates to (which may not be stored yet). */
+  relates_to: string;
+  rel_type: string;
+  /** The relating event's type. */
+  type: string;
+  sender: string;
+  /** An m.annotation's key. */
+  aggregation_key: string | null;
+  stream_ordering: number;
+  origin_server_ts: number;
 }
 
 export interface StateSnapshotsTable {
@@ -162,6 +182,7 @@ export interface RoomsTables {
   rooms: RoomsTable;
   event_state_keys: EventStateKeysTable;
   events: EventsTable;
+  event_relations: EventRelationsTable;
   state_snapshots: StateSnapshotsTable;
   state_snapshot_entries: StateSnapshotEntriesTable;
   room_memberships: RoomMembershipsTable;
