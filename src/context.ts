@@ -288,6 +288,7 @@ async function buildParts(
     serverName,
     signingKey: core.signingKey,
     keyRing: anyKeyRing,
+    defaultRoomVersion: core.config.room_server.default_room_version,
     ...(federation !== undefined
       ? {
           remoteAlias: (alias: string) => remoteAlias(federation.client, alias),
@@ -525,10 +526,13 @@ async function buildParts(
     },
     {
       name: 'server-info',
-      routes: serverInfoRoutes({
-        clientBaseUrl: config.global.well_known_client_name,
-        serverName: config.global.well_known_server_name,
-      }),
+      routes: serverInfoRoutes(
+        {
+          clientBaseUrl: config.global.well_known_client_name,
+          serverName: config.global.well_known_server_name,
+        },
+        config.room_server.default_room_version,
+      ),
     },
     {
       name: 'key-server',

@@ -1,7 +1,8 @@
-// Key records of the per-service sections (`client_api`, `user_api`, `media_api`, `sync_api`,
-// `federation_api`, `app_service_api`) and of `logging`.
+// Key records of the per-service sections (`client_api`, `user_api`, `media_api`, `room_server`,
+// `sync_api`, `federation_api`, `app_service_api`) and of `logging`.
 
 import { join, resolve } from 'node:path';
+import { DEFAULT_ROOM_VERSION, roomVersions } from '../protocol/room-versions.js';
 import { type IgnoredKey, key } from './keys.js';
 import {
   INVALID,
@@ -15,6 +16,7 @@ import {
   list,
   oneOf,
   orNone,
+  versionOf,
   path,
   record,
   serverName,
@@ -345,6 +347,12 @@ export const SERVICE_KEYS = [
     kind: duration(1),
     default: '10s',
     doc: 'How long fetching one URL of a preview (each redirect, the image) may take.',
+  }),
+  key({
+    path: 'room_server.default_room_version',
+    kind: versionOf(Object.keys(roomVersions)),
+    default: DEFAULT_ROOM_VERSION,
+    doc: 'Room version of rooms created without one (`room_version` of /createRoom), as /capabilities names it.',
   }),
   key({
     path: 'sync_api.search.enabled',

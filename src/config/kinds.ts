@@ -106,6 +106,21 @@ export function oneOf<const T extends string>(values: readonly T[]): Kind<T> {
   );
 }
 
+/**
+ * One of `values`, written as text or as a whole number (YAML reads `version: 11` as a number):
+ * room versions.
+ */
+export function versionOf<const T extends string>(values: readonly T[]): Kind<T> {
+  const set: ReadonlySet<string> = new Set(values);
+  return {
+    label: values.join(' | '),
+    parse(raw, at, ctx) {
+      const text = typeof raw === 'number' && Number.isInteger(raw) ? String(raw) : raw;
+      return typeof text === 'string' && set.has(text) ? (text as T) : fail(ctx, at, `must be one of ${values.join(', ')}`, raw);
+    },
+  };
+}
+
 /** Wraps a kind so that "" stands for "none" (null). */
 export function orNone<T>(kind: Kind<T>): Kind<T | null> {
   return {

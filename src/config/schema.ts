@@ -59,6 +59,7 @@ export const SECTIONS: Readonly<Record<string, string>> = {
     'URL previews: the title, description and image of a page a user links to, fetched by the server ' +
     '(`GET /_chat/client/v1/media/preview_url`, also `/_chat/media/v3/preview_url`). Each preview ' +
     'is kept for an hour.',
+  room_server: 'Rooms this server creates.',
   sync_api: 'Sync and search.',
   'sync_api.search': 'Full-text search.',
   federation_api: 'Federation with other servers.',

@@ -154,6 +154,10 @@ export interface HearthConfig {
       timeout: number;
     };
   };
+  room_server: {
+    /** the version of rooms created without one */
+    default_room_version: string;
+  };
   sync_api: {
     search: {
       enabled: boolean;

@@ -116,11 +116,11 @@ export function getRoomVersion(id: string): RoomVersion | undefined {
 }
 
 /** The `m.room_versions` capability as the client API's /capabilities advertises it. */
-export function roomVersionsCapability(): {
+export function roomVersionsCapability(defaultVersion = DEFAULT_ROOM_VERSION): {
   default: string;
   available: Record<string, 'stable' | 'unstable'>;
 } {
   const available: Record<string, 'stable' | 'unstable'> = {};
   for (const v of Object.values(roomVersions)) available[v.id] = v.stability;
-  return { default: DEFAULT_ROOM_VERSION, available };
+  return { default: defaultVersion, available };
 }

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { stateKey, type Pdu } from '../../src/protocol/events.js';
+import type { JsonObject } from '../../src/protocol/json.js';
 import { getRoomVersion } from '../../src/protocol/room-versions.js';
 import { storageBackends } from '../support/databases.js';
 import { RemoteServer, RoomGraph, tamper, type GraphEvent } from '../support/remote-server.js';
@@ -54,7 +55,10 @@ for (const backend of await storageBackends()) {
      * on his server) never reaches this one, and `after`, citing its newest event, does: the
      * newest history event is the room's backward extremity.
      */
-    async function roomWithGap(make: (g: RoomGraph) => GraphEvent[]): Promise<{ roomId: string; g: RoomGraph; join: GraphEvent; history: GraphEvent[]; after: GraphEvent }> {
+    async function roomWithGap(
+      make: (g: RoomGraph) => GraphEvent[],
+      afterContent: (history: GraphEvent[]) => JsonObject = () => ({ msgtype: 'm.text', body: 'after the gap' }),
+    ): Promise<{ roomId: string; g: RoomGraph; join: GraphEvent; history: GraphEvent[]; after: GraphEvent }> {
       const { roomId } = await h.rooms.createRoom(alice, { preset: 'public_chat' });
       const g = new RoomGraph(roomId, VERSION, [remote]);
       const { rows } = await sql<{ json: string }>`select e.json from events e join rooms r on r.room_nid = e.room_nid
@@ -63,7 +67,7 @@ for (const backend of await storageBackends()) {
       const join = g.eventSync({ type: 'm.room.member', sender: BOB, stateKey: BOB, content: { membership: 'join' } });
       assert.equal((await h.rooms.receive('remote.test', [join.pdu]))[0]!.status, 'timeline');
       const history = make(g);
-      const after = g.eventSync({ type: 'm.room.message', sender: BOB, content: { msgtype: 'm.text', body: 'after the gap' } });
+      const after = g.eventSync({ type: 'm.room.message', sender: BOB, content: afterContent(history) });
       // The newest withheld is enough: /get_missing_events does not walk past it.
       const newest = history[history.length - 1]!.eventId;
       remote.withhold(newest);
@@ -304,6 +308,16 @@ for (const backend of await storageBackends()) {
       const served = await h.rooms.getEvent(alice, roomId, rename!.eventId);
       assert.equal((served.content as { displayname?: string }).displayname, 'Bob');
       assert.deepEqual(await backward(roomId), []);
+    });
+    test('history fetched after a reply in its thread: the root is served with the thread', async () => {
+      const { roomId, history, after } = await roomWithGap(
+        (g) => messages(g, 1, 'the root'),
+        (history) => ({ msgtype: 'm.text', body: 'in the thread', 'm.relates_to': { rel_type: 'm.thread', event_id: history[0]!.eventId } }),
+      );
+      await h.rooms.backfillFrom('remote.test', roomId, 50);
+      const root = await h.rooms.getEvent(alice, roomId, history[0]!.eventId);
+      const thread = (root.unsigned['m.relations'] as { 'm.thread': { count: number; latest_event: { event_id: string } } })['m.thread'];
+      assert.deepEqual([thread.count, thread.latest_event.event_id], [1, after.eventId]);
     });
   });
 }

@@ -2,11 +2,12 @@
 // come from the protocol core's rule records, so a new version shows up here without a change.
 
 import type { RouteDef } from '../../http/route.js';
-import { roomVersionsCapability } from '../../protocol/room-versions.js';
+import { DEFAULT_ROOM_VERSION, roomVersionsCapability } from '../../protocol/room-versions.js';
 
-export function capabilities(): Record<string, unknown> {
+/** `defaultRoomVersion`: room_server.default_room_version. */
+export function capabilities(defaultRoomVersion = DEFAULT_ROOM_VERSION): Record<string, unknown> {
   return {
-    'm.room_versions': roomVersionsCapability(),
+    'm.room_versions': roomVersionsCapability(defaultRoomVersion),
     'm.change_password': { enabled: true },
     'm.set_displayname': { enabled: true },
     'm.set_avatar_url': { enabled: true },
@@ -15,7 +16,8 @@ export function capabilities(): Record<string, unknown> {
   };
 }
 
-export function capabilitiesRoutes(): RouteDef[] {
+export function capabilitiesRoutes(defaultRoomVersion?: string): RouteDef[] {
+  const body = { capabilities: capabilities(defaultRoomVersion) };
   return [
     {
       method: 'GET',
@@ -23,7 +25,7 @@ export function capabilitiesRoutes(): RouteDef[] {
       versions: ['r0', 'v3'],
       path: '/capabilities',
       auth: 'guest',
-      handler: () => ({ body: { capabilities: capabilities() } }),
+      handler: () => ({ body }),
     },
   ];
 }

@@ -9,6 +9,7 @@ export { capabilities } from './capabilities.js';
 export { SUPPORTED_SPEC_VERSIONS, UNSTABLE_FEATURES } from './versions.js';
 export type { WellKnownSettings } from './well-known.js';
 
-export function serverInfoRoutes(wellKnown: WellKnownSettings): RouteDef[] {
-  return [...versionsRoutes(), ...capabilitiesRoutes(), ...wellKnownRoutes(wellKnown)];
+/** `defaultRoomVersion`: the version /capabilities names as the default for new rooms. */
+export function serverInfoRoutes(wellKnown: WellKnownSettings, defaultRoomVersion?: string): RouteDef[] {
+  return [...versionsRoutes(), ...capabilitiesRoutes(defaultRoomVersion), ...wellKnownRoutes(wellKnown)];
 }
