@@ -96,6 +96,21 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(plain.unsigned['m.relations'], undefined);
     });
 
+    test('a search hit and a notification of an edited message carry its newest edit', async () => {
+      const search = await bob.ok('POST', '/search', { search_categories: { room_events: { search_term: 'root', keys: ['content.body'] } } });
+      const hit = search.search_categories.room_events.results.find((r: any) => r.result.event_id === ids['M']);
+      assert.ok(hit, JSON.stringify(search));
+      assert.equal(hit.result.unsigned['m.relations']['m.replace'].content['m.new_content'].body, 'second edit');
+      let notified: any;
+      for (let i = 0; i < 100 && notified === undefined; i++) {
+        const list = await bob.ok('GET', '/notifications?limit=100');
+        notified = list.notifications.find((n: any) => n.event.event_id === ids['M']);
+        if (notified === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(notified, "the root is in bob's notifications");
+      assert.equal(notified.event.unsigned['m.relations']['m.replace'].event_id, ids['edit2']);
+    });
+
     test('GET /relations: newest first by default, by type and event type, both directions, in pages', async () => {
       const all = await relations(alice, enc(ids['M']!), '?limit=50');
       assert.equal(all.status, 200, JSON.stringify(all.body));
