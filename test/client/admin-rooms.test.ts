@@ -162,8 +162,10 @@ for (const { backend, skip } of await serverBackends()) {
     test('deleting a room (v1): members leave and see it in their sync, aliases go, it is blocked and purged', async () => {
       const roomId = await createRoom(alice, { preset: 'public_chat', name: 'Doomed', room_alias_name: 'doomed' });
       await client(bob, 'POST', `/join/${enc(roomId)}`, {});
-      await client(alice, 'PUT', `/rooms/${enc(roomId)}/send/m.room.message/t1`, { msgtype: 'm.text', body: 'hello' });
+      const hello = (await client(alice, 'PUT', `/rooms/${enc(roomId)}/send/m.room.message/t1`, { msgtype: 'm.text', body: 'hello' })).event_id as string;
+      await client(bob, 'PUT', `/rooms/${enc(roomId)}/send/m.reaction/r1`, { 'm.relates_to': { rel_type: 'm.annotation', event_id: hello, key: '👋' } });
       const roomNid = Number((await hs.server.core.db.selectFrom('rooms').select('room_nid').where('room_id', '=', roomId).executeTakeFirstOrThrow()).room_nid);
+      assert.equal((await roomRowCounts(hs.server.core.db, roomId, roomNid))['event_relations'], 1);
       const since = (await client(bob, 'GET', '/sync')).next_batch;
 
       const result = await ok(admin, 'DELETE', `/_synapse/admin/v1/rooms/${enc(roomId)}`, { block: true, purge: true, message: 'Gone', room_name: 'Moved' , new_room_user_id: admin.userId });

@@ -1,4 +1,4 @@
-// Removing a room from the database: its events with their graph references, state snapshots,
+// Removing a room from the database: its events with their graph references and relations, state snapshots,
 // memberships, extremities, aliases, receipts, room account data, key backups, directory listings,
 // and the room row itself, in one transaction. The caller makes sure nothing writes the room meanwhile.
 
@@ -29,6 +29,7 @@ export async function purgeRoomRows(db: Kysely<Schema>, roomId: string): Promise
     await trx.deleteFrom('forward_extremities').where('room_nid', '=', roomNid).execute();
     await trx.deleteFrom('backward_extremities').where('room_nid', '=', roomNid).execute();
     await trx.deleteFrom('room_joined_servers').where('room_nid', '=', roomNid).execute();
+    await trx.deleteFrom('event_relations').where('room_nid', '=', roomNid).execute();
     await trx.deleteFrom('events').where('room_nid', '=', roomNid).execute();
     await trx.deleteFrom('rooms').where('room_nid', '=', roomNid).execute();
     return true;
@@ -38,7 +39,7 @@ export async function purgeRoomRows(db: Kysely<Schema>, roomId: string): Promise
 /** How many rows the room has left in each table keyed by its nid or id (purge tests). */
 export async function roomRowCounts(db: Kysely<Schema>, roomId: string, roomNid: number): Promise<Record<string, number>> {
   const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: number | string | bigint }> }) => Number((await q.executeTakeFirstOrThrow()).n);
-  const byNid = ['rooms', 'events', 'state_snapshots', 'room_memberships', 'forward_extremities', 'backward_extremities', 'current_state_deltas', 'room_joined_servers'] as const;
+  const byNid = ['rooms', 'events', 'event_relations', 'state_snapshots', 'room_memberships', 'forward_extremities', 'backward_extremities', 'current_state_deltas', 'room_joined_servers'] as const;
   const byId = ['room_aliases', 'receipts', 'account_data', 'backup_keys', 'appservice_room_list', 'push_notifications'] as const;
   const out: Record<string, number> = {};
   for (const t of byNid) out[t] = await count(db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).where('room_nid', '=', roomNid));
