@@ -64,8 +64,9 @@ for (const { backend, skip } of await serverBackends()) {
       // needs are all in memory.
       assert.equal(eighty.incremental, 0, `incremental: ${JSON.stringify({ forty, eighty })}`);
       assert.ok(eighty.quiet <= 1, `nothing new: ${JSON.stringify({ forty, eighty })}`);
-      // Twice the rooms: one more chunk of 50 rooms (some ten statements), not 40 more.
-      assert.ok(eighty.initial <= forty.initial + 10, `initial: ${JSON.stringify({ forty, eighty })}`);
+      // Twice the rooms: one more chunk of 50 rooms (some ten statements), not 40 more. The facts
+      // of rooms no earlier read has cached take one statement more, however many they are.
+      assert.ok(eighty.initial <= forty.initial + 12, `initial: ${JSON.stringify({ forty, eighty })}`);
     });
   });
 }
