@@ -310,7 +310,6 @@ async function buildParts(
   const upgrades = new RoomUpgrades({
     rooms,
     db,
-    serverName,
     carryOver: (userId, oldRoomId, newRoomId) => accountData.carryOverToUpgradedRoom(userId, oldRoomId, newRoomId),
     log: core.log,
   });

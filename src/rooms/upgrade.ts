@@ -30,6 +30,8 @@ import type { RoomService } from './service.js';
 import { membershipOf, type StoredEvent } from './stored-event.js';
 
 const TOMBSTONE = 'm.room.tombstone';
+/** Rooms whose predecessor is kept in memory at most. */
+const MAX_PREDECESSORS = 10_000;
 
 /** State copied as it is, one key each. */
 const COPIED_STATE = [
@@ -70,7 +72,6 @@ function integerPowerLevels(original: JsonObject, levels: PowerLevels): JsonObje
 export interface RoomUpgradesDeps {
   readonly rooms: RoomService;
   readonly db: Kysely<Schema>;
-  readonly serverName: string;
   /** Carries a member's tags and m.direct entries from the old room to the new one. */
   carryOver(userId: string, oldRoomId: string, newRoomId: string): Promise<void>;
   readonly log: { warn(message: string, details?: object): void };
@@ -79,6 +80,8 @@ export interface RoomUpgradesDeps {
 export class RoomUpgrades {
   /** Upgrades under way, by old room: the same request again (a client's retry) gets the same answer. */
   private readonly running = new Map<string, { readonly key: string; readonly answer: Promise<{ replacement_room: string }> }>();
+  /** Rooms' predecessors (null: none), by room. */
+  private readonly predecessors = new Map<string, string | null>();
 
   constructor(private readonly deps: RoomUpgradesDeps) {}
 
@@ -106,10 +109,21 @@ export class RoomUpgrades {
 
   /** After a local user joined `roomId`: their tags and m.direct entries of its predecessor follow them. */
   async joined(userId: string, roomId: string): Promise<void> {
-    const create = (await this.deps.rooms.reader.currentState(roomId)).get(stateKey('m.room.create', ''));
+    const predecessor = await this.predecessorOf(roomId);
+    if (predecessor !== undefined) await this.deps.carryOver(userId, predecessor, roomId);
+  }
+
+  /** The room `roomId` replaced, from its create event alone (kept: a create event never changes). */
+  private async predecessorOf(roomId: string): Promise<string | undefined> {
+    if (this.predecessors.has(roomId)) return this.predecessors.get(roomId) ?? undefined;
+    const row = await this.deps.rooms.reader.roomRow(roomId);
+    if (row === undefined || row.state_snapshot_nid === null) return undefined;
+    const [create] = (await this.deps.rooms.reader.stateSubsetOfSnapshot(Number(row.state_snapshot_nid), 'm.room.create', [''])).values();
     const predecessor = create?.pdu.content['predecessor'];
-    if (!isJsonObject(predecessor) || typeof predecessor['room_id'] !== 'string') return;
-    await this.deps.carryOver(userId, predecessor['room_id'], roomId);
+    const found = isJsonObject(predecessor) && typeof predecessor['room_id'] === 'string' ? predecessor['room_id'] : null;
+    if (this.predecessors.size >= MAX_PREDECESSORS) this.predecessors.clear();
+    this.predecessors.set(roomId, found);
+    return found ?? undefined;
   }
 
   private async run(actor: Actor, oldRoomId: string, newVersion: string): Promise<{ replacement_room: string }> {

@@ -318,9 +318,9 @@ export class EventWriter {
     await writeRelations(trx, relations);
     const targets = new Set(relations.map((r) => r.relatesTo));
     const unsure = events.filter((e) => mayBeRelatedAlready(e) && !targets.has(e.ref.eventId)).map((e) => e.ref.eventId);
-    const earlier = await relatedAlready(trx, unsure);
-    await markRelated(trx, [...earlier]);
-    for (const e of events) if (targets.has(e.ref.eventId) || earlier.has(e.ref.eventId)) e.hasRelations = true;
+    for (const id of await relatedAlready(trx, unsure)) targets.add(id);
+    await markRelated(trx, [...targets]);
+    for (const e of events) if (targets.has(e.ref.eventId)) e.hasRelations = true;
   }
 
   /** Negative positions for backfilled history (reserved by its backfill, or taken here); the events stream's are taken by the append. */
@@ -387,17 +387,17 @@ async function writeStateChanges(
 
 /**
  * Whether persisting these jobs writes nothing but the append (no new room, snapshot, state
- * change, redaction, backward extremity, outlier upgrade, backfill position or extremity set
- * beyond one replacing one): what persist does, kept in step with it.
+ * change, redaction, relation, backward extremity, outlier upgrade, backfill position or extremity
+ * set beyond one replacing one): what persist does, kept in step with it.
  */
 function onlyAppends(jobs: readonly Queued[], events: readonly PersistEvent[]): boolean {
   if (jobs.some((q) => q.job.before !== undefined)) return false;
-  if (events.some((e) => relatingTo(e) !== undefined || mayBeRelatedAlready(e))) return false;
   const stored = (s: SnapshotRef | null) => s === null || s.info !== undefined;
   return events.every(
     (e) =>
       e.position !== 'backfill' &&
       e.upgradesOutlier !== true &&
+      relatingTo(e) === undefined &&
       e.currentState === undefined &&
       e.redactionTarget === undefined &&
       (e.backward === undefined || (e.backward.add.length === 0 && e.backward.remove.length === 0)) &&

@@ -5,6 +5,7 @@
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eventually } from '../support/eventually.js';
 import { serverBackends, useTestServer } from '../support/server.js';
 import { type Client, clients, enc } from '../sync/sync-client.js';
 
@@ -101,12 +102,13 @@ for (const { backend, skip } of await serverBackends()) {
       const hit = search.search_categories.room_events.results.find((r: any) => r.result.event_id === ids['M']);
       assert.ok(hit, JSON.stringify(search));
       assert.equal(hit.result.unsigned['m.relations']['m.replace'].content['m.new_content'].body, 'second edit');
+      // The push-rule pass stores notifications behind the sends: waited for, not timed.
       let notified: any;
-      for (let i = 0; i < 100 && notified === undefined; i++) {
+      await eventually(async () => {
         const list = await bob.ok('GET', '/notifications?limit=100');
         notified = list.notifications.find((n: any) => n.event.event_id === ids['M']);
-        if (notified === undefined) await new Promise((r) => setTimeout(r, 50));
-      }
+        return notified !== undefined;
+      }, "the root in bob's notifications", 15_000);
       assert.ok(notified, "the root is in bob's notifications");
       assert.equal(notified.event.unsigned['m.relations']['m.replace'].event_id, ids['edit2']);
     });

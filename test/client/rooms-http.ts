@@ -55,7 +55,6 @@ export async function startRoomsServer(target: TestDatabase): Promise<RoomsServe
   const upgrades = new RoomUpgrades({
     rooms,
     db: database.db,
-    serverName: SERVER,
     carryOver: (userId, oldRoomId, newRoomId) => accountData.carryOverToUpgradedRoom(userId, oldRoomId, newRoomId),
     log: { warn: () => undefined },
   });

@@ -85,7 +85,8 @@ function decodeSince(since: string): number {
   return Number(since.slice(1));
 }
 
-function entryOf(row: RoomRow): PublicRoomsChunkEntry {
+/** A room as the directory lists it, from its row's summary columns (also a summary's and a hierarchy's base). */
+export function directoryEntry(row: RoomRow): PublicRoomsChunkEntry {
   const entry: PublicRoomsChunkEntry = {
     room_id: row.room_id,
     num_joined_members: Number(row.joined_members),
@@ -114,7 +115,7 @@ export async function listPublicRooms(core: RoomCore, req: PublicRoomsRequest): 
     ...(req.roomTypes !== undefined ? { roomTypes: req.roomTypes } : {}),
     ...(req.network !== undefined ? { network: req.network } : {}),
   });
-  const out: PublicRoomsResponse = { chunk: rows.map(entryOf), total_room_count_estimate: total };
+  const out: PublicRoomsResponse = { chunk: rows.map(directoryEntry), total_room_count_estimate: total };
   if (offset + rows.length < total) out.next_batch = `p${offset + rows.length}`;
   if (offset > 0) out.prev_batch = `p${Math.max(0, offset - limit)}`;
   return out;

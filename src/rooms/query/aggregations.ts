@@ -9,6 +9,7 @@
 // marked as related to are looked at, so serving others reads nothing more.
 
 import type { JsonObject } from '../../protocol/json.js';
+import { REFERENCE, REPLACE, THREAD } from '../../protocol/relations.js';
 import { editsAndReferences, threadEventsAt, threadSummaries, threadsWithSender } from '../../storage/rooms/relations.js';
 import { toClientEvent, type ClientEventOptions } from '../client-event.js';
 import type { RoomReader } from '../reader.js';
@@ -32,20 +33,21 @@ export async function bundledAggregations(
   };
   const serve = (e: StoredEvent) => toClientEvent(e, options) as unknown as JsonObject;
 
-  // Threads.
   // Relations count only in the room of the event they relate to.
-  const inRoom = (r: { relatesTo?: string; root?: string; roomNid: number }) => byId.get((r.relatesTo ?? r.root)!)?.roomNid === r.roomNid;
-  const threads = (await threadSummaries(reader.db, ids)).filter(inRoom);
+  const inRoom = (target: string, roomNid: number) => byId.get(target)?.roomNid === roomNid;
+
+  // Threads.
+  const threads = (await threadSummaries(reader.db, ids)).filter((t) => inRoom(t.root, t.roomNid));
   if (threads.length > 0) {
     const viewer = options.viewer?.userId;
     const took = viewer === undefined ? new Set<string>() : await threadsWithSender(reader.db, threads.map((t) => t.root), viewer);
     const latestRows = await threadEventsAt(reader.db, threads.map((t) => t.root), threads.map((t) => t.latestPosition));
     const latest = await reader.eventsByNids(latestRows.map((r) => r.eventNid));
-    const latestOf = new Map(latestRows.filter(inRoom).map((r) => [r.relatesTo, latest.get(r.eventNid)]));
+    const latestOf = new Map(latestRows.filter((r) => inRoom(r.relatesTo, r.roomNid)).map((r) => [r.relatesTo, latest.get(r.eventNid)]));
     for (const t of threads) {
       const newest = latestOf.get(t.root);
       if (newest === undefined) continue;
-      relationsOf(t.root)['m.thread'] = {
+      relationsOf(t.root)[THREAD] = {
         latest_event: serve(newest),
         count: t.count,
         current_user_participated: viewer !== undefined && (took.has(t.root) || byId.get(t.root)?.sender === viewer),
@@ -54,12 +56,12 @@ export async function bundledAggregations(
   }
 
   // Edits and references.
-  const rows = (await editsAndReferences(reader.db, ids)).filter(inRoom);
+  const rows = (await editsAndReferences(reader.db, ids)).filter((r) => inRoom(r.relatesTo, r.roomNid));
   const edits = new Map<string, (typeof rows)[number]>();
   for (const r of rows) {
     const original = byId.get(r.relatesTo)!;
-    if (r.relType === 'm.reference') {
-      const refs = (relationsOf(r.relatesTo)['m.reference'] ??= { chunk: [] }) as { chunk: { event_id: string }[] };
+    if (r.relType === REFERENCE) {
+      const refs = (relationsOf(r.relatesTo)[REFERENCE] ??= { chunk: [] }) as { chunk: { event_id: string }[] };
       refs.chunk.push({ event_id: r.eventId });
       continue;
     }
@@ -71,7 +73,7 @@ export async function bundledAggregations(
     const editEvents = await reader.eventsByNids([...edits.values()].map((r) => r.eventNid));
     for (const [target, r] of edits) {
       const edit = editEvents.get(r.eventNid);
-      if (edit !== undefined && edit.stateKey === undefined) relationsOf(target)['m.replace'] = serve(edit);
+      if (edit !== undefined && edit.stateKey === undefined) relationsOf(target)[REPLACE] = serve(edit);
     }
   }
   return out;

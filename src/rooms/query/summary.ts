@@ -18,7 +18,7 @@ import { serverJoinedNow } from '../../storage/rooms/for-servers.js';
 import { isJoinedTo, membersOfRoom, membershipOf } from '../../storage/rooms/memberships.js';
 import { roomById, type RoomRow } from '../../storage/rooms/rooms.js';
 import type { RoomCore } from '../core.js';
-import type { PublicRoomsChunkEntry } from '../perform/directory.js';
+import { directoryEntry, type PublicRoomsChunkEntry } from '../perform/directory.js';
 
 /** What a summary and a hierarchy's room entry both hold. */
 export interface RoomSummaryEntry extends PublicRoomsChunkEntry {
@@ -70,19 +70,7 @@ export async function localRoom(core: RoomCore, roomId: string): Promise<LocalRo
   const row = await roomById(core.db, roomId);
   if (row === undefined || row.state_snapshot_nid === null) return undefined;
   const snapshot = Number(row.state_snapshot_nid);
-  const entry: RoomSummaryEntry = {
-    room_id: row.room_id,
-    num_joined_members: Number(row.joined_members),
-    world_readable: row.history_visibility === 'world_readable',
-    guest_can_join: row.guest_access === 'can_join',
-    room_version: row.room_version,
-  };
-  if (row.join_rule !== null) entry.join_rule = row.join_rule;
-  if (row.name !== null) entry.name = row.name;
-  if (row.topic !== null) entry.topic = row.topic;
-  if (row.canonical_alias !== null) entry.canonical_alias = row.canonical_alias;
-  if (row.avatar_url !== null) entry.avatar_url = row.avatar_url;
-  if (row.room_type !== null) entry.room_type = row.room_type;
+  const entry: RoomSummaryEntry = { ...directoryEntry(row), room_version: row.room_version };
   const encryption = (await core.reader.stateSubsetOfSnapshot(snapshot, 'm.room.encryption', [''])).get(stateKey('m.room.encryption', ''));
   const algorithm = encryption?.redactedBy === undefined ? encryption?.pdu.content['algorithm'] : undefined;
   if (typeof algorithm === 'string') entry.encryption = algorithm;

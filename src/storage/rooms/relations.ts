@@ -17,7 +17,7 @@ export interface NewRelation {
   readonly originServerTs: number;
 }
 
-/** Stores relations and marks the events they relate to (those stored already). */
+/** Stores relations (markRelated marks the events they relate to). */
 export async function writeRelations(trx: Kysely<Schema>, relations: readonly NewRelation[]): Promise<void> {
   if (relations.length === 0) return;
   await trx
@@ -38,8 +38,6 @@ export async function writeRelations(trx: Kysely<Schema>, relations: readonly Ne
     )
     .onConflict((oc) => oc.column('event_nid').doNothing())
     .execute();
-  const targets = [...new Set(relations.map((r) => r.relatesTo))];
-  await trx.updateTable('events').set({ has_relations: 1 }).where('event_id', 'in', targets).where('has_relations', 'is', null).execute();
 }
 
 /** Of these event ids, those something already relates to (an event stored after its relations). */
@@ -49,13 +47,17 @@ export async function relatedAlready(trx: Kysely<Schema>, eventIds: readonly str
   return new Set(rows.map((r) => r.relates_to));
 }
 
+/** Marks the events (those stored) as related to. */
 export async function markRelated(trx: Kysely<Schema>, eventIds: readonly string[]): Promise<void> {
-  if (eventIds.length > 0) await trx.updateTable('events').set({ has_relations: 1 }).where('event_id', 'in', eventIds).execute();
+  if (eventIds.length > 0) await trx.updateTable('events').set({ has_relations: 1 }).where('event_id', 'in', eventIds).where('has_relations', 'is', null).execute();
 }
 
-/** A redacted event relates to nothing any more. */
+/** A redacted event relates to nothing any more (found by its nid: the table's key). */
 export async function deleteRelationOf(trx: Kysely<Schema>, eventId: string): Promise<void> {
-  await trx.deleteFrom('event_relations').where('event_id', '=', eventId).execute();
+  await trx
+    .deleteFrom('event_relations')
+    .where('event_nid', 'in', (eb) => eb.selectFrom('events').select('event_nid').where('event_id', '=', eventId))
+    .execute();
 }
 
 export interface RelationRow {
