@@ -19,12 +19,11 @@ export interface AuthEventSubject {
 export function authTypesForEvent(event: AuthEventSubject, version: RoomVersion): StateKey[] {
   // The create event has no auth events.
   if (event.type === 'm.room.create') return [];
-  // Rooms v1–v11 all select the create event.
-  const keys = new Set<StateKey>([
-    stateKey('m.room.create', ''),
-    stateKey('m.room.power_levels', ''),
-    stateKey('m.room.member', event.sender),
-  ]);
+  // Rooms v1–v11 select the create event; from v12 the room id names it instead.
+  const keys = new Set<StateKey>();
+  if (!version.createEventRoomId) keys.add(stateKey('m.room.create', ''));
+  keys.add(stateKey('m.room.power_levels', ''));
+  keys.add(stateKey('m.room.member', event.sender));
   if (event.type === 'm.room.member') {
     const membership = event.content.membership;
     if (event.state_key !== undefined) keys.add(stateKey('m.room.member', event.state_key));
@@ -59,13 +58,24 @@ export function selectAuthEvents(
   return ids;
 }
 
-/** Auth events as the state map the authorization rules read (stateKey → event). */
-export function authStateFromEvents(authEvents: readonly RoomEvent[]): Map<StateKey, RoomEvent> {
+/**
+ * Auth events as the state map the authorization rules read (stateKey → event). From v12 no
+ * event cites the create event: give it as `create` (the event the room id names).
+ */
+export function authStateFromEvents(authEvents: readonly RoomEvent[], create?: RoomEvent): Map<StateKey, RoomEvent> {
   const state = new Map<StateKey, RoomEvent>();
+  if (create !== undefined) state.set(stateKey('m.room.create', ''), create);
   for (const e of authEvents) {
     if (e.state_key !== undefined) state.set(stateKey(e.type, e.state_key), e);
   }
   return state;
+}
+
+/** The keys the authorization rules read for `event`: its auth-event keys, and from v12 the create event. */
+export function authStateKeysForEvent(event: AuthEventSubject, version: RoomVersion): StateKey[] {
+  const keys = authTypesForEvent(event, version);
+  if (version.createEventRoomId && event.type !== 'm.room.create') keys.push(stateKey('m.room.create', ''));
+  return keys;
 }
 
 export interface AuthEventsListOptions {
@@ -108,7 +118,7 @@ export function checkAuthEventsList(
     // 2.5. All in the event's room.
     if (authEvent.room_id !== event.room_id) return deny(`auth event ${id} belongs to another room`);
   }
-  // 2.4. The create event must be among them.
-  if (!seen.has(stateKey('m.room.create', ''))) return deny('auth events lack the m.room.create event');
+  // 2.4. The create event must be among them (v12 3.2: it never is; the room id names it).
+  if (!version.createEventRoomId && !seen.has(stateKey('m.room.create', ''))) return deny('auth events lack the m.room.create event');
   return ALLOW;
 }

@@ -1,15 +1,19 @@
-// Event authorization: the auth rules of room versions 1–11 as pure functions.
+// Event authorization: the auth rules of room versions 1–12 as pure functions.
 //
 // Rule numbers follow room versions 6–11. Versions 1–5 have an extra rule 4 for m.room.aliases,
 // so their rules 5–11 are numbered 4–10 here; versions 1–2 also have rule 11 for redactions.
+// Version 12 inserts its rule 2 (the room id names the create event), so its later rules are one
+// higher; its additions are marked "v12".
 // Rule 2 (the auth_events list itself) is `checkAuthEventsList` in auth-events.ts: the checks here
-// see the auth events only as a state map.
+// see the auth events only as a state map. From v12 no event cites the create event, so the state
+// map given must hold it all the same (the event the room id names).
 
 import { authTypesForEvent } from './auth-events.js';
 import { ALLOW, AuthStateView, deny, domainOf, type AuthResult } from './auth-state.js';
 import type { RoomEvent, StateLookup } from './events.js';
 import { checkMemberEvent } from './membership-auth.js';
 import { checkPowerLevelsEvent } from './power-levels-auth.js';
+import { isUserId } from './ids.js';
 import { powerLevelsContentProblem, requiredPowerLevelForEvent } from './power-levels.js';
 import { getRoomVersion, type RoomVersion } from './room-versions.js';
 
@@ -19,10 +23,15 @@ export type { AuthResult } from './auth-state.js';
 function checkCreateEvent(event: RoomEvent, version: RoomVersion): AuthResult {
   // 1.1.
   if (event.prev_events.length > 0) return deny('create event has prev_events');
-  // 1.2.
-  const roomDomain = domainOf(event.room_id);
-  if (roomDomain === undefined || roomDomain !== domainOf(event.sender)) {
-    return deny('create event: room id and sender are of different servers');
+  if (version.createEventRoomId) {
+    // v12 1.2. No room_id: the room id is the event's own (`toRoomEvent` gives it that one).
+    if (event.room_id !== '!' + event.event_id.slice(1)) return deny('create event has a room_id');
+  } else {
+    // 1.2.
+    const roomDomain = domainOf(event.room_id);
+    if (roomDomain === undefined || roomDomain !== domainOf(event.sender)) {
+      return deny('create event: room id and sender are of different servers');
+    }
   }
   // 1.3.
   if (Object.hasOwn(event.content, 'room_version')) {
@@ -34,6 +43,13 @@ function checkCreateEvent(event: RoomEvent, version: RoomVersion): AuthResult {
   // 1.4 (v1–v10; from v11 the sender is the creator).
   if (!version.implicitRoomCreator && !Object.hasOwn(event.content, 'creator')) {
     return deny('create event has no creator');
+  }
+  // v12 1.4. additional_creators, when present, is a list of user ids.
+  if (version.privilegedCreators && Object.hasOwn(event.content, 'additional_creators')) {
+    const more = event.content.additional_creators;
+    if (!Array.isArray(more) || !more.every((u) => typeof u === 'string' && isUserId(u, { allowNonCompliant: true }))) {
+      return deny('create event: additional_creators is not a list of user ids');
+    }
   }
   // 1.5.
   return ALLOW;
@@ -114,6 +130,10 @@ export function checkStateDependentAuth(
   // 2.4. The create event must be in the state.
   const create = view.create;
   if (create === undefined) return deny('no m.room.create event in the auth state');
+  // v12 2. The room id names the create event.
+  if (version.createEventRoomId && event.room_id !== '!' + create.event_id.slice(1)) {
+    return deny(`the room id ${event.room_id} does not name the room's create event`);
+  }
   // 2.5. The state entries this event may cite must be of its room.
   for (const key of authTypesForEvent(event, version)) {
     const authEvent = authState.get(key);

@@ -22,7 +22,8 @@ export type EventReferences = string[] | EventReferencePair[];
 export interface Pdu {
   /** Present only in v1–v2 rooms; later versions derive it from the reference hash. */
   event_id?: string;
-  room_id: string;
+  /** Absent from a v12 create event: the room id is derived from its event id. */
+  room_id?: string;
   sender: string;
   type: string;
   state_key?: string;
@@ -67,14 +68,14 @@ export function referenceIds(refs: EventReferences): string[] {
 /**
  * The RoomEvent view of a PDU whose id is known (computed for v3+, carried for v1–v2). A
  * redaction names its target at the top level before v11 and in content from v11; the other
- * place is ignored.
+ * place is ignored. A v12 create event, which has no `room_id`, is given the one its id makes.
  */
 export function toRoomEvent(pdu: Pdu, eventId: string, version: RoomVersion): RoomEvent {
   const where: unknown = version.updatedRedactionRules ? pdu.content.redacts : pdu.redacts;
   const redacts = pdu.type === 'm.room.redaction' && typeof where === 'string' ? where : undefined;
   return {
     event_id: eventId,
-    room_id: pdu.room_id,
+    room_id: pdu.room_id ?? pduRoomId(pdu, eventId),
     sender: pdu.sender,
     type: pdu.type,
     ...(pdu.state_key !== undefined ? { state_key: pdu.state_key } : {}),
@@ -85,6 +86,15 @@ export function toRoomEvent(pdu: Pdu, eventId: string, version: RoomVersion): Ro
     prev_events: referenceIds(pdu.prev_events),
     ...(redacts !== undefined ? { redacts } : {}),
   };
+}
+
+/**
+ * The room a PDU belongs to: its `room_id`, or for a v12 create event (which has none) its own id
+ * with `!` for `$`. Empty for any other event without one (never valid).
+ */
+export function pduRoomId(pdu: { readonly room_id?: unknown; readonly type?: unknown }, eventId: string): string {
+  if (typeof pdu.room_id === 'string') return pdu.room_id;
+  return pdu.type === 'm.room.create' && eventId.startsWith('$') ? '!' + eventId.slice(1) : '';
 }
 
 export function isStateEvent(e: { state_key?: string }): boolean {

@@ -33,12 +33,15 @@ export {
 export {
   type RoomAlias,
   type RoomId,
+  createEventIdOfRoom,
+  isHashedRoomId,
   isRoomAlias,
   isRoomId,
   parseRoomAlias,
   parseRoomId,
   roomAliasFrom,
   roomIdFrom,
+  roomIdOfCreateEvent,
   tryParseRoomAlias,
   tryParseRoomId,
 } from './ids/room-ids.js';

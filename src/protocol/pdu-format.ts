@@ -18,7 +18,7 @@ import {
   type Pdu,
 } from './events.js';
 import { parseEventIdForFormat } from './ids/event-id.js';
-import { parseRoomId } from './ids/room-ids.js';
+import { isHashedRoomId, parseRoomId } from './ids/room-ids.js';
 import { parseUserId } from './ids/user-id.js';
 import { isJsonObject, type JsonObject } from './json.js';
 import type { RoomVersion } from './room-versions.js';
@@ -120,8 +120,14 @@ function signaturesProblem(value: unknown): string | undefined {
 function fieldProblem(e: JsonObject, version: RoomVersion, options: PduFormatOptions): string | undefined {
   let p: string | undefined;
   // room_id, sender, type, state_key: strings of at most 255 bytes; the ids well-formed.
-  if ((p = stringProblem(e.room_id) ?? parseProblem(() => parseRoomId(e.room_id))) !== undefined) return `room_id: ${p}`;
-  if (options.roomId !== undefined && e.room_id !== options.roomId) return `room_id: the event is for ${e.room_id as string}, not ${options.roomId}`;
+  // v12: a create event has no room_id (its id names the room: the caller compares that one);
+  // every other event's is of the hashed form.
+  const v12Create = version.createEventRoomId && e.type === 'm.room.create' && !Object.hasOwn(e, 'room_id');
+  if (!v12Create) {
+    if ((p = stringProblem(e.room_id) ?? parseProblem(() => parseRoomId(e.room_id))) !== undefined) return `room_id: ${p}`;
+    if (version.createEventRoomId && !isHashedRoomId(e.room_id as string)) return 'room_id: not the create event\'s id, as this room version requires';
+    if (options.roomId !== undefined && e.room_id !== options.roomId) return `room_id: the event is for ${e.room_id as string}, not ${options.roomId}`;
+  }
   // Servers must accept non-compliant user ids inside events (appendix "User Identifiers").
   if ((p = stringProblem(e.sender) ?? parseProblem(() => parseUserId(e.sender, { allowNonCompliant: true }))) !== undefined) {
     return `sender: ${p}`;

@@ -1,11 +1,13 @@
 // The authorization rule for m.room.power_levels events: rule 9 from room version 6 on (10 in
-// v1–v5; v10 adds the integer checks 9.1–9.2 and renumbers the rest, whose numbers are used here).
+// v1–v5 and v12; v10 adds the integer checks 9.1–9.2 and renumbers the rest, whose numbers are
+// used here; v12 adds 10.4, creators never listed in `users`).
 
 import { ALLOW, deny, type AuthResult, type AuthStateView } from './auth-state.js';
 import type { RoomEvent } from './events.js';
-import type { JsonObject } from './json.js';
+import { isJsonObject, type JsonObject } from './json.js';
 import {
   parsePowerLevels,
+  roomCreators,
   parsePowerLevelValue,
   POWER_LEVEL_FIELDS,
   powerLevelsContentProblem,
@@ -24,6 +26,14 @@ export function checkPowerLevelsEvent(
   // 9.1–9.3 (v1–v9: only `users` is checked, as rule 10.1 / 9.1).
   const problem = powerLevelsContentProblem(event.content, version);
   if (problem !== undefined) return deny(problem);
+
+  // v12 10.4. `users` may not list a creator.
+  const creators = roomCreators(view.create, version);
+  if (creators !== undefined && isJsonObject(event.content.users)) {
+    for (const user of Object.keys(event.content.users)) {
+      if (creators.has(user)) return deny(`power levels: ${user} is a creator of the room and cannot be given a level`);
+    }
+  }
 
   // 9.4. No previous power_levels event: allow.
   const previous = view.powerLevelsEvent;

@@ -18,6 +18,8 @@ export interface PowerLevels {
   readonly redact: number;
   readonly invite: number;
   readonly notifications: ReadonlyMap<string, number>;
+  /** v12+: the room's creators, whose level is infinite whatever `users` says. */
+  readonly creators?: ReadonlySet<string>;
 }
 
 /** The top-level level properties, as the authorization rules list them. */
@@ -110,6 +112,7 @@ class ContentPowerLevels implements PowerLevels {
   constructor(
     private readonly content: JsonObject,
     private readonly version: RoomVersion,
+    readonly creators?: ReadonlySet<string>,
   ) {
     this.usersDefault = powerLevelField(content, 'users_default', version);
     this.events = levelMap(content.events, version);
@@ -145,11 +148,14 @@ export function parsePowerLevels(
   content: JsonObject | undefined,
   version: RoomVersion,
   creator?: string,
+  creators?: ReadonlySet<string>,
 ): PowerLevels {
-  if (content !== undefined) return new ContentPowerLevels(content, version);
+  if (content !== undefined) return new ContentPowerLevels(content, version, creators);
   const users = new Map<string, number>();
-  if (creator !== undefined) users.set(creator, CREATOR_DEFAULT_LEVEL);
+  // v12 creators need no entry: their level is infinite.
+  if (creator !== undefined && creators === undefined) users.set(creator, CREATOR_DEFAULT_LEVEL);
   return {
+    ...(creators !== undefined ? { creators } : {}),
     users,
     usersDefault: DEFAULTS.users_default,
     events: new Map(),
@@ -267,9 +273,26 @@ export function roomCreator(
   return typeof creator === 'string' ? creator : undefined;
 }
 
+/**
+ * v12+: the room's creators, the create event's sender and the valid user ids of its
+ * `additional_creators`; undefined before v12 (or without a create event).
+ */
+export function roomCreators(createEvent: RoomEvent | undefined, version: RoomVersion): ReadonlySet<string> | undefined {
+  if (!version.privilegedCreators || createEvent === undefined) return undefined;
+  let creators = creatorsByEvent.get(createEvent);
+  if (creators === undefined) {
+    const set = new Set<string>([createEvent.sender]);
+    const more = createEvent.content.additional_creators;
+    if (Array.isArray(more)) for (const u of more) if (typeof u === 'string' && isUserId(u, { allowNonCompliant: true })) set.add(u);
+    creatorsByEvent.set(createEvent, (creators = set));
+  }
+  return creators;
+}
+const creatorsByEvent = new WeakMap<RoomEvent, ReadonlySet<string>>();
+
 /** The levels in force given the power_levels and create events of a state (either may be absent). */
-// Parsed levels per power_levels event object and room version: authorization and state
-// resolution consult the same event for many events in a row, and the parse costs O(fields).
+// Parsed levels per power_levels event object and room version (and v12 create event): authorization
+// and state resolution consult the same event for many events in a row, and the parse costs O(fields).
 const parsedByEvent = new WeakMap<RoomEvent, Map<string, PowerLevels>>();
 
 export function powerLevelsFromEvents(
@@ -277,20 +300,24 @@ export function powerLevelsFromEvents(
   createEvent: RoomEvent | undefined,
   version: RoomVersion,
 ): PowerLevels {
+  const creators = roomCreators(createEvent, version);
   if (powerLevelsEvent === undefined) {
-    return parsePowerLevels(undefined, version, roomCreator(createEvent, version));
+    return parsePowerLevels(undefined, version, roomCreator(createEvent, version), creators);
   }
   let byVersion = parsedByEvent.get(powerLevelsEvent);
   if (byVersion === undefined) parsedByEvent.set(powerLevelsEvent, (byVersion = new Map()));
-  let levels = byVersion.get(version.id);
+  const key = creators === undefined ? version.id : `${version.id} ${createEvent!.event_id}`;
+  let levels = byVersion.get(key);
   if (levels === undefined) {
-    levels = parsePowerLevels(powerLevelsEvent.content, version);
-    byVersion.set(version.id, levels);
+    levels = parsePowerLevels(powerLevelsEvent.content, version, undefined, creators);
+    byVersion.set(key, levels);
   }
   return levels;
 }
 
+/** A user's level: infinite for a v12 creator, else `users`, else `users_default`. */
 export function userPowerLevel(levels: PowerLevels, userId: string): number {
+  if (levels.creators?.has(userId) === true) return Infinity;
   const listed =
     levels instanceof ContentPowerLevels ? levels.listedLevel(userId) : levels.users.get(userId);
   return listed ?? levels.usersDefault;

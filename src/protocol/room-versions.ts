@@ -1,4 +1,4 @@
-// Room versions 1–11 as rule records. Code asks a record (`version.knockJoinRule`), never compares
+// Room versions 1–12 as rule records. Code asks a record (`version.knockJoinRule`), never compares
 // version strings. Each flag names one difference the spec's room-version pages describe.
 
 export type EventIdFormat =
@@ -18,7 +18,8 @@ export interface RoomVersion {
   /** What `/capabilities` advertises in `m.room_versions.available`. */
   readonly stability: 'stable' | 'unstable';
   readonly eventIdFormat: EventIdFormat;
-  readonly stateResolution: 'v1' | 'v2';
+  /** v2.1 (v12+): iterative auth checks start from an empty state; the full conflicted set takes the conflicted state subgraph. */
+  readonly stateResolution: 'v1' | 'v2' | 'v2.1';
   /** v5+: a signature only counts if the key was valid at the event's origin_server_ts. */
   readonly enforceKeyValidity: boolean;
   /** v1–v5: m.room.aliases has its own auth rule and redaction keeps `aliases`. */
@@ -41,11 +42,21 @@ export interface RoomVersion {
   readonly implicitRoomCreator: boolean;
   /** v11+: the v11 redaction algorithm (keeps `redacts` in content, all of m.room.create, `invite` in power levels, drops `origin`, `membership`, `prev_state`). */
   readonly updatedRedactionRules: boolean;
+  /**
+   * v12+: the room id is the create event's id with `!` for `$`. The create event has no
+   * `room_id`, and no event cites it in `auth_events`: the room id names it.
+   */
+  readonly createEventRoomId: boolean;
+  /**
+   * v12+: the creators (the create event's sender and `additional_creators`) have infinite power,
+   * and power levels may not list them.
+   */
+  readonly privilegedCreators: boolean;
 }
 
 interface Flags {
   eventIdFormat: EventIdFormat;
-  stateResolution: 'v1' | 'v2';
+  stateResolution: 'v1' | 'v2' | 'v2.1';
   enforceKeyValidity: boolean;
   specialCaseAliases: boolean;
   strictCanonicalJson: boolean;
@@ -57,6 +68,8 @@ interface Flags {
   enforceIntPowerLevels: boolean;
   implicitRoomCreator: boolean;
   updatedRedactionRules: boolean;
+  createEventRoomId: boolean;
+  privilegedCreators: boolean;
 }
 
 const v1: Flags = {
@@ -73,6 +86,8 @@ const v1: Flags = {
   enforceIntPowerLevels: false,
   implicitRoomCreator: false,
   updatedRedactionRules: false,
+  createEventRoomId: false,
+  privilegedCreators: false,
 };
 const v2: Flags = { ...v1, stateResolution: 'v2' };
 const v3: Flags = { ...v2, eventIdFormat: 'v3' };
@@ -89,6 +104,7 @@ const v8: Flags = { ...v7, restrictedJoinRule: true };
 const v9: Flags = { ...v8, restrictedJoinRuleFix: true };
 const v10: Flags = { ...v9, knockRestrictedJoinRule: true, enforceIntPowerLevels: true };
 const v11: Flags = { ...v10, implicitRoomCreator: true, updatedRedactionRules: true };
+const v12: Flags = { ...v11, stateResolution: 'v2.1', createEventRoomId: true, privilegedCreators: true };
 
 function record(id: string, status: RoomVersionStatus, flags: Flags): RoomVersion {
   return Object.freeze({ id, status, stability: 'stable', ...flags });
@@ -105,7 +121,8 @@ export const roomVersions: Readonly<Record<string, RoomVersion>> = Object.freeze
   '8': record('8', 'stable', v8),
   '9': record('9', 'stable', v9),
   '10': record('10', 'current', v10),
-  '11': record('11', 'latest', v11),
+  '11': record('11', 'stable', v11),
+  '12': record('12', 'latest', v12),
 });
 
 export const DEFAULT_ROOM_VERSION = '10';

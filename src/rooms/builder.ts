@@ -117,9 +117,12 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     if (ref !== undefined) authRefs.push(ref);
   }
 
+  // v12: the create event has no room_id; its id names the room.
+  const v12Create = version.createEventRoomId && draft.type === 'm.room.create';
+  if (v12Create && head.stateRefs.size > 0) throw HearthError.forbidden('The room has a create event already');
   const draftPdu: PduDraft = {
     ...eventIdField(version, ctx.serverName),
-    room_id: head.roomId,
+    ...(v12Create ? {} : { room_id: head.roomId }),
     sender: draft.sender,
     type: draft.type,
     ...(draft.stateKey !== undefined ? { state_key: draft.stateKey } : {}),
@@ -140,6 +143,7 @@ export function buildEvent(head: RoomHead, draft: EventDraft, ctx: BuildContext)
     throw HearthError.tooLarge(`Event is larger than ${MAX_PDU_BYTES} bytes`);
   }
 
+  if (v12Create) head.roomId = '!' + eventId.slice(1);
   const event = toRoomEvent(pdu, eventId, version);
   const auth = checkEventAuth(event, head.state, version);
   if (!auth.allowed) throw HearthError.forbidden(auth.reason);

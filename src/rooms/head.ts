@@ -5,7 +5,7 @@
 // stores them in that order. A head whose write failed is marked dead and reloaded from the
 // database.
 
-import { authTypesForEvent, type AuthEventSubject } from '../protocol/auth-events.js';
+import { authStateKeysForEvent, type AuthEventSubject } from '../protocol/auth-events.js';
 import type { RoomEvent, StateKey, StateLookup } from '../protocol/events.js';
 import { parseStateKey, stateKey } from '../protocol/events.js';
 import { redactEvent } from '../protocol/redaction.js';
@@ -27,9 +27,17 @@ export function redactedRoomEvent(event: RoomEvent, head: { readonly version: Ro
  * state event, its own (what it replaces).
  */
 export function keysToDecide(event: AuthEventSubject, version: RoomVersion): StateKey[] {
-  const keys = authTypesForEvent(event, version);
+  const keys = authStateKeysForEvent(event, version);
   if (event.state_key !== undefined) keys.push(stateKey(event.type, event.state_key));
   return keys;
+}
+
+/**
+ * v12 rooms: the room's create event, which no event cites but every check against auth events
+ * reads (the room id names it); undefined before v12.
+ */
+export function v12Create(head: { readonly version: RoomVersion; get(type: string, key?: string): RoomEvent | undefined }): RoomEvent | undefined {
+  return head.version.createEventRoomId ? head.get('m.room.create') : undefined;
 }
 
 /** Most prev events one event cites (server-server API, "PDUs"): more extremities merge over several events. */
@@ -265,7 +273,8 @@ export class RoomHead {
   readonly unwritten = new Map<string, Promise<string>>();
 
   constructor(
-    readonly roomId: string,
+    /** Fixed, but for a new v12 room's head: its create event, once built, names the room. */
+    public roomId: string,
     readonly version: RoomVersion,
     loadedLimit = LOADED_STATE_LIMIT,
   ) {

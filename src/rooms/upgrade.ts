@@ -14,11 +14,12 @@
 // 7. each member's tags and m.direct entries for the old room carried to the new one, for the
 //    upgrading user now and for others when they join it (RoomUpgrades.joined).
 
+import { isUserId } from '../protocol/ids.js';
 import type { Kysely } from 'kysely';
 import { stateKey, toRoomEvent } from '../protocol/events.js';
 import { HearthError } from '../protocol/errors.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
-import { powerLevelsFromEvents, requiredPowerLevelForEvent, userPowerLevel, type PowerLevels } from '../protocol/power-levels.js';
+import { parsePowerLevels, powerLevelsFromEvents, requiredPowerLevelForEvent, userPowerLevel, type PowerLevels } from '../protocol/power-levels.js';
 import { redactEvent } from '../protocol/redaction.js';
 import { getRoomVersion } from '../protocol/room-versions.js';
 import { moveAliases } from '../storage/rooms/aliases.js';
@@ -92,13 +93,19 @@ export class RoomUpgrades {
     if (typeof newVersion !== 'string' || getRoomVersion(newVersion) === undefined) {
       throw new HearthError(400, 'M_UNSUPPORTED_ROOM_VERSION', 'Your homeserver does not support this room version');
     }
-    const key = JSON.stringify([actor.userId, newVersion]);
+    // Creators beside the upgrading user, where the new version has them (ignored otherwise).
+    const more = body['additional_creators'];
+    if (more !== undefined && (!Array.isArray(more) || !more.every((u) => typeof u === 'string' && isUserId(u)))) {
+      throw HearthError.invalidParam('additional_creators must be a list of user IDs');
+    }
+    const additionalCreators = getRoomVersion(newVersion)!.privilegedCreators ? [...new Set((more ?? []) as string[])].filter((u) => u !== actor.userId) : [];
+    const key = JSON.stringify([actor.userId, newVersion, additionalCreators]);
     const under = this.running.get(roomId);
     if (under !== undefined) {
       if (under.key === key) return under.answer;
       throw new HearthError(400, 'M_UNKNOWN', 'Another upgrade of this room is under way');
     }
-    const answer = this.run(actor, roomId, newVersion);
+    const answer = this.run(actor, roomId, newVersion, additionalCreators);
     this.running.set(roomId, { key, answer });
     try {
       return await answer;
@@ -126,7 +133,7 @@ export class RoomUpgrades {
     return found ?? undefined;
   }
 
-  private async run(actor: Actor, oldRoomId: string, newVersion: string): Promise<{ replacement_room: string }> {
+  private async run(actor: Actor, oldRoomId: string, newVersion: string, additionalCreators: readonly string[]): Promise<{ replacement_room: string }> {
     const { rooms, db } = this.deps;
     const room = await rooms.reader.roomInfo(oldRoomId);
     if (room === undefined) throw HearthError.notFound(`Unknown room id ${oldRoomId}`);
@@ -147,15 +154,24 @@ export class RoomUpgrades {
     const creationContent: JsonObject = { predecessor: { room_id: oldRoomId, ...(last !== undefined ? { event_id: last.eventId } : {}) } };
     if (oldCreate['m.federate'] === false) creationContent['m.federate'] = false;
     if (typeof oldCreate['type'] === 'string') creationContent['type'] = oldCreate['type'];
+    if (additionalCreators.length > 0) creationContent['additional_creators'] = [...additionalCreators];
+    const target = getRoomVersion(newVersion)!;
 
     // 3. The state copied, power levels first (createRoom sends them before the rest).
     const original = integerPowerLevels(plEvent?.pdu.content ?? {}, levels);
     const initialState: InitialStateEvent[] = [];
-    const powerLevels = structuredClone(original);
-    const events = powerLevels.events as Record<string, number>;
+    // The new room's own levels: v12 creators (the upgrading user and any others named) have
+    // infinite power and are never listed; from a v12 room to an earlier version, the old room's
+    // creators are listed at the highest level in use.
+    const settled = structuredClone(original);
+    const settledUsers = settled.users as Record<string, number>;
+    const events = settled.events as Record<string, number>;
     const needed = Math.max(levels.stateDefault, levels.ban, ...Object.values(events));
+    if (target.privilegedCreators) for (const u of [actor.userId, ...additionalCreators]) delete settledUsers[u];
+    else for (const u of levels.creators ?? []) settledUsers[u] = Math.max(needed, 100);
+    const powerLevels = structuredClone(settled);
     const users = powerLevels.users as Record<string, number>;
-    const raised = userPowerLevel(levels, actor.userId) < needed;
+    const raised = !target.privilegedCreators && userPowerLevel(parsePowerLevels(settled, target), actor.userId) < needed;
     if (raised) users[actor.userId] = needed;
     initialState.push({ type: 'm.room.power_levels', stateKey: '', content: powerLevels });
     const bans: StoredEvent[] = [];
@@ -204,7 +220,7 @@ export class RoomUpgrades {
       });
     }
     // The upgrading user's level back to what it was.
-    if (raised) await rooms.sendState(actor, newRoomId, 'm.room.power_levels', '', original);
+    if (raised) await rooms.sendState(actor, newRoomId, 'm.room.power_levels', '', settled);
 
     // 7. The upgrading user's tags and direct chats.
     await this.deps.carryOver(actor.userId, oldRoomId, newRoomId);

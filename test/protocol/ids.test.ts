@@ -259,12 +259,16 @@ describe('room IDs', () => {
   const exact = `!${'€'.repeat(80)}aa:${ex}`;
   table(
     kinds.roomId!,
-    ['!abc:example.org', '!ABCdef123:example.org:8448', '!a b:example.org', '!é:example.org', '!\u0001x:[::1]', '!abc:1.2.3.4', '!@#$:x', exact],
+    [
+      '!abc:example.org', '!ABCdef123:example.org:8448', '!a b:example.org', '!é:example.org', '!\u0001x:[::1]', '!abc:1.2.3.4', '!@#$:x', exact,
+      // Room version 12: the create event's id with `!`, no server name.
+      '!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6o', '!Nhcu5BS-UMnFX7hBVfVSoXiD7OgH6iRT-xyIuqDnpYQ',
+    ],
     [
       '', 'abc:example.org', '#abc:example.org', '!abc', '!:example.org', '!abc:', '!abc: example.org', '!a\0b:example.org',
       '!\ud800x:example.org', '!abc:exa mple.org', '!abc:1.2.3.256', '!abc:example.org:0', `!${'€'.repeat(80)}aaa:${ex}`,
-      // Room version 12's domain-less form is not supported by room versions 1–11.
-      '!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6o',
+      // The domain-less form is exactly 43 characters of URL-safe base64.
+      '!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6', '!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6oo', '!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgr+6o',
     ],
   );
   test('roomIdFrom', () => {
@@ -390,6 +394,8 @@ describe('accessors', () => {
     assert.equal(serverNameOf(u), '[::1]:8448');
     assert.equal(localpartOf(parseUserId('@:x:1', nonCompliant)), '');
     assert.equal(serverNameOf(parseRoomId('!abc:example.org')), 'example.org');
+    assert.equal(serverNameOf(parseRoomId('!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6o')), undefined);
+    assert.equal(localpartOf(parseRoomId('!CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6o')), 'CD66HAED5npg6074c6pDtLKalHjVfYb2q4Q3LZgrW6o');
     assert.equal(localpartOf(parseRoomAlias('#a b:example.org:8')), 'a b');
     assert.equal(serverNameOf(parseRoomAlias('#a b:example.org:8')), 'example.org:8');
     assert.equal(serverNameOf(parseEventId('$x:1.2.3.4')), '1.2.3.4');

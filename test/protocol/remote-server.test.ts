@@ -84,6 +84,11 @@ for (const versionId of Object.keys(roomVersions)) {
       const authEvents = event.auth_events.map((id) => g.get(id)!.event);
       assert.deepEqual(checkAuthEventsList(event, authEvents, version), { allowed: true });
       assert.deepEqual(checkEventAuth(event, stateEvents(g, before), version), { allowed: true }, `${pdu.type} by ${pdu.sender}`);
+      // v12: the create event has no room_id, and the room id is its id.
+      if (version.createEventRoomId && pdu.type === 'm.room.create') {
+        assert.equal('room_id' in pdu, false);
+        assert.equal(g.roomId, '!' + eventId.slice(1));
+      }
     }
     // The merge's state before holds both branches.
     const beforeMerge = g.stateBefore(merge.eventId);

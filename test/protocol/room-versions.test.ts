@@ -7,21 +7,22 @@ import {
   roomVersionsCapability,
 } from '../../src/protocol/room-versions.js';
 
-test('versions 1 to 11 exist, default 10', () => {
+test('versions 1 to 12 exist, default 10', () => {
   assert.deepEqual(Object.keys(roomVersions).sort((a, b) => Number(a) - Number(b)), [
-    '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11',
+    '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12',
   ]);
   assert.equal(DEFAULT_ROOM_VERSION, '10');
-  assert.equal(getRoomVersion('12'), undefined);
+  assert.equal(getRoomVersion('13'), undefined);
   assert.equal(getRoomVersion('toString'), undefined);
 });
 
-test('statuses follow the interface: v1–v5 legacy, v10 current, v11 latest', () => {
+test('statuses: v1–v5 legacy, v10 current, v11 stable since v12 is the latest', () => {
   for (const id of ['1', '2', '3', '4', '5']) assert.equal(roomVersions[id]!.status, 'legacy');
   assert.equal(roomVersions['6']!.status, 'stable');
   assert.equal(roomVersions['9']!.status, 'stable');
   assert.equal(roomVersions['10']!.status, 'current');
-  assert.equal(roomVersions['11']!.status, 'latest');
+  assert.equal(roomVersions['11']!.status, 'stable');
+  assert.equal(roomVersions['12']!.status, 'latest');
 });
 
 test('rule differences land on the right versions', () => {
@@ -48,11 +49,18 @@ test('rule differences land on the right versions', () => {
   assert.equal(v('10').implicitRoomCreator, false);
   assert.equal(v('11').implicitRoomCreator, true);
   assert.equal(v('11').updatedRedactionRules, true);
+  assert.equal(v('11').createEventRoomId, false);
+  assert.equal(v('11').privilegedCreators, false);
+  assert.equal(v('11').stateResolution, 'v2');
+  assert.equal(v('12').createEventRoomId, true);
+  assert.equal(v('12').privilegedCreators, true);
+  assert.equal(v('12').stateResolution, 'v2.1');
+  assert.equal(v('12').updatedRedactionRules, true);
 });
 
 test('capability advertises every version as stable with default 10', () => {
   const cap = roomVersionsCapability();
   assert.equal(cap.default, '10');
-  assert.equal(Object.keys(cap.available).length, 11);
+  assert.equal(Object.keys(cap.available).length, 12);
   assert.ok(Object.values(cap.available).every((s) => s === 'stable'));
 });

@@ -48,11 +48,16 @@ function refsFor(version: RoomVersion, seeds: string[]): PduDraft['prev_events']
   return seeds.map((s): [string, { sha256: string }] => [idFor(version, s), { sha256: 'aGFzaA' }]);
 }
 
+/** The room of these PDUs: `!room:remote.test`, or from v12 a create event's id with `!`. */
+function roomIdFor(version: RoomVersion): string {
+  return version.createEventRoomId ? '!' + idFor(version, 'create').slice(1) : `!room:${REMOTE}`;
+}
+
 /** A message PDU of `version` from @alice:remote.test, with `extra` fields on top. */
 function draft(version: RoomVersion, extra: Record<string, unknown> = {}): PduDraft {
   return {
     ...(version.eventIdFormat === 'v1' ? { event_id: `$ev1:${REMOTE}` } : {}),
-    room_id: `!room:${REMOTE}`,
+    room_id: roomIdFor(version),
     sender: `@alice:${REMOTE}`,
     type: 'm.room.message',
     content: { msgtype: 'm.text', body: 'hello' },

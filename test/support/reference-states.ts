@@ -69,7 +69,10 @@ export class ReferenceStates {
     }
     const list = checkAuthEventsList(event, authEvents, this.version, { isRejected: (id) => this.rejected.has(id) });
     if (!list.allowed) return list.reason;
-    const byAuth = checkEventAuth(event, authStateFromEvents(authEvents), this.version);
+    // v12: no event cites the create event; the room id names it (accepted, not rejected).
+    const createId = this.version.createEventRoomId ? '$' + this.roomId.slice(1) : undefined;
+    const create = createId !== undefined && !this.rejected.has(createId) ? this.events.get(createId) : undefined;
+    const byAuth = checkEventAuth(event, authStateFromEvents(authEvents, create), this.version);
     if (!byAuth.allowed) return byAuth.reason;
     // 6. Authorized by the state before it.
     const state = new Map<StateKey, RoomEvent>();

@@ -110,9 +110,10 @@ function domainOf(id: string): string {
   return id.slice(colon + 1);
 }
 
-function defaultPowerLevels(creator: string): JsonObject {
+function defaultPowerLevels(creator: string, version: RoomVersion): JsonObject {
   return {
-    users: { [creator]: 100 },
+    // v12: creators have infinite power and are never listed.
+    users: version.privilegedCreators ? {} : { [creator]: 100 },
     users_default: 0,
     events: { 'm.room.name': 50, 'm.room.power_levels': 100, 'm.room.history_visibility': 100 },
     events_default: 0,
@@ -216,7 +217,8 @@ export class RemoteServer {
     const version = getRoomVersion(options.version);
     if (version === undefined) throw new Error(`unknown room version ${options.version}`);
     if (domainOf(options.creator) !== this.serverName) throw new Error(`${options.creator} is not a user of ${this.serverName}`);
-    const roomId = options.roomId ?? `!${randomBytes(9).toString('hex')}:${this.serverName}`;
+    // v12: the create event, once built, names the room.
+    const roomId = version.createEventRoomId ? '' : (options.roomId ?? `!${randomBytes(9).toString('hex')}:${this.serverName}`);
     const graph = new RoomGraph(roomId, version, [this]);
     const creator = options.creator;
     const createContent: JsonObject = { ...options.createContent, room_version: version.id };
@@ -226,7 +228,7 @@ export class RemoteServer {
     };
     state('m.room.create', createContent);
     state('m.room.member', { membership: 'join' }, creator);
-    state('m.room.power_levels', { ...defaultPowerLevels(creator), ...options.powerLevels });
+    state('m.room.power_levels', { ...defaultPowerLevels(creator, version), ...options.powerLevels });
     state('m.room.join_rules', { join_rule: options.preset === 'private_chat' ? 'invite' : 'public' });
     state('m.room.history_visibility', { history_visibility: 'shared' });
     return graph;
@@ -387,7 +389,8 @@ export class RoomGraph {
   private readonly servers = new Map<string, RemoteServer>();
 
   constructor(
-    readonly roomId: string,
+    /** Fixed, but in a v12 room: its create event, once built, names it. */
+    public roomId: string,
     readonly version: RoomVersion,
     servers: readonly RemoteServer[],
   ) {
@@ -450,9 +453,10 @@ export class RoomGraph {
     let depth = 0;
     for (const id of prev) depth = Math.max(depth, this.mustGet(id).pdu.depth);
     const redactsInContent = spec.redacts !== undefined && this.version.updatedRedactionRules;
+    const v12Create = this.version.createEventRoomId && spec.type === 'm.room.create' && this.roomId === '';
     const draft: PduDraft = {
       ...(this.version.eventIdFormat === 'v1' ? { event_id: `$${randomBytes(12).toString('base64url')}:${server.serverName}` } : {}),
-      room_id: this.roomId,
+      ...(v12Create ? {} : { room_id: this.roomId }),
       sender: spec.sender,
       type: spec.type,
       ...(spec.stateKey !== undefined ? { state_key: spec.stateKey } : {}),
@@ -465,6 +469,10 @@ export class RoomGraph {
       ...spec.extra,
     };
     const signed = hashAndSignEventWithId(draft, server.serverName, spec.key ?? server.signingKey, this.version);
+    if (v12Create) {
+      this.roomId = '!' + signed.eventId.slice(1);
+      for (const s of this.servers.values()) s.attach(this);
+    }
     let pdu = signed.pdu;
     for (const other of spec.alsoSignedBy ?? []) pdu = other.signPdu(pdu, this.version);
     const entry = graphEvent(pdu, signed.eventId, signed.referenceHash, this.version);

@@ -1,6 +1,7 @@
-// Room IDs `!opaque:server_name` and room aliases `#alias:server_name` (appendix "Room IDs",
-// "Room Aliases"). Both localparts may hold any Unicode scalar value but `:` and NUL; both IDs are
-// at most 255 bytes. Room versions 1–11 all carry the server name in the room ID.
+// Room IDs and room aliases (appendix "Room IDs", "Room Aliases"). Versions 1–11 name rooms
+// `!opaque:server_name`; from version 12 a room id is its create event's id with `!` for `$` (43
+// characters of URL-safe base64, no server name). Aliases are `#alias:server_name`. Localparts may
+// hold any Unicode scalar value but `:` and NUL; both IDs are at most 255 bytes.
 
 import { type Branded, type ParseOptions, checked } from './common.js';
 import { frame, opaqueLocalProblem } from './qualified.js';
@@ -19,7 +20,28 @@ function qualifiedProblem(sigil: string, what: string) {
   };
 }
 
-const roomIdProblem = qualifiedProblem('!', 'opaque part');
+const qualifiedRoomIdProblem = qualifiedProblem('!', 'opaque part');
+/** `!` and the create event's reference hash, as v4+ event ids carry it. */
+const HASHED_ROOM_ID = /^![A-Za-z0-9_-]{43}$/;
+
+function roomIdProblem(s: string): string | undefined {
+  return HASHED_ROOM_ID.test(s) ? undefined : qualifiedRoomIdProblem(s);
+}
+
+/** Whether `roomId` is of the v12 form, the create event's id (no server name). */
+export function isHashedRoomId(roomId: string): boolean {
+  return HASHED_ROOM_ID.test(roomId);
+}
+
+/** The id of the create event a v12-form room id names; undefined for a `!opaque:server` id. */
+export function createEventIdOfRoom(roomId: string): string | undefined {
+  return HASHED_ROOM_ID.test(roomId) ? '$' + roomId.slice(1) : undefined;
+}
+
+/** The v12 room id of the room whose create event is `createEventId` (a v4-format event id). */
+export function roomIdOfCreateEvent(createEventId: string): RoomId {
+  return parseRoomId('!' + createEventId.slice(1));
+}
 const roomAliasProblem = qualifiedProblem('#', 'alias');
 
 export function parseRoomId(input: unknown, opts?: ParseOptions): RoomId {

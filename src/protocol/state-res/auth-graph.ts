@@ -106,12 +106,27 @@ export class AuthGraph {
     return this.rejected.has(id);
   }
 
+  /**
+   * v12 rooms: the create event the room id names (no event cites it), once `loadCreate` has run;
+   * undefined in earlier versions.
+   */
+  create: RoomEvent | undefined;
+
+  /** From v12, loads the create event the room id names. */
+  async loadCreate(version: { readonly createEventRoomId: boolean }): Promise<void> {
+    if (!version.createEventRoomId || this.create !== undefined || !this.roomId.startsWith('!')) return;
+    const id = '$' + this.roomId.slice(1);
+    await this.load([id]);
+    this.create = this.events.get(id);
+  }
+
   /** The first auth event of `ev` with the given type and an empty state key, if loaded. */
   authEventOfType(ev: RoomEvent, type: string): RoomEvent | undefined {
     for (const id of ev.auth_events) {
       const a = this.events.get(id);
       if (a !== undefined && a.type === type && a.state_key === '') return a;
     }
-    return undefined;
+    // v12: no event cites the create event; the room id names it.
+    return type === 'm.room.create' ? this.create : undefined;
   }
 }

@@ -1,7 +1,7 @@
 // The iterative auth checks of state resolution v2: apply each event, in order, to a room state
 // when the authorization rules allow it against that state, and skip it otherwise.
 
-import { authTypesForEvent } from '../auth-events.js';
+import { authStateKeysForEvent } from '../auth-events.js';
 import { checkEventAuth } from '../event-auth.js';
 import { stateKey, type RoomEvent, type StateKey } from '../events.js';
 import type { RoomVersion } from '../room-versions.js';
@@ -19,6 +19,9 @@ export async function iterativeAuthChecks(
   base: ReadonlyMap<StateKey, string>,
 ): Promise<Map<StateKey, string>> {
   const state = new Map(base);
+  // v12: from an empty state, the create event comes from the room id (no event cites it).
+  await graph.loadCreate(version);
+  const createKey = stateKey('m.room.create', '');
 
   // Fetch up front every event's auth events and the base state's events for the keys needed;
   // whatever enters the state later comes from the (loaded) list itself.
@@ -31,7 +34,7 @@ export async function iterativeAuthChecks(
   for (const id of eventIds) {
     const ev = graph.get(id);
     if (ev === undefined) continue;
-    const keys = authTypesForEvent(ev, version);
+    const keys = authStateKeysForEvent(ev, version);
     typesOf.set(id, keys);
     for (const k of keys) {
       const v = base.get(k);
@@ -56,7 +59,7 @@ export async function iterativeAuthChecks(
     const authState = new Map<StateKey, RoomEvent>();
     for (const k of typesOf.get(id) ?? []) {
       const current = state.get(k);
-      const chosen = (current !== undefined ? graph.get(current) : undefined) ?? own.get(k);
+      const chosen = (current !== undefined ? graph.get(current) : undefined) ?? own.get(k) ?? (k === createKey ? graph.create : undefined);
       if (chosen !== undefined) authState.set(k, chosen);
     }
     if (checkEventAuth(ev, authState, version).allowed) {

@@ -1,4 +1,5 @@
-// State resolution v2 (room versions 2 and later, without v12's conflicted state subgraph).
+// State resolution v2 (room versions 2–11) and v2.1 (v12: the conflicted state subgraph joins the
+// full conflicted set, and the first iterative auth checks start from an empty state).
 // Comments carry the numbers of the spec's algorithm steps.
 
 import { stateKey, type RoomEvent, type StateKey, type StateMap } from '../events.js';
@@ -34,6 +35,7 @@ export function isPowerEvent(ev: RoomEvent): boolean {
 /**
  * The sender's power level as the event's own auth events give it: from the power levels among
  * them, or without one, 100 for the room creator (per the create event among them) and 0 else.
+ * From v12 the creators' level is infinite (the create event is the one the room id names).
  */
 function senderPowerOf(graph: AuthGraph, version: RoomVersion): (ev: RoomEvent) => number {
   const parsed = new Map<string, PowerLevels>();
@@ -45,11 +47,46 @@ function senderPowerOf(graph: AuthGraph, version: RoomVersion): (ev: RoomEvent) 
     }
     let levels = parsed.get(pl.event_id);
     if (levels === undefined) {
-      levels = powerLevelsFromEvents(pl, undefined, version);
+      levels = powerLevelsFromEvents(pl, version.privilegedCreators ? graph.create : undefined, version);
       parsed.set(pl.event_id, levels);
     }
     return userPowerLevel(levels, ev.sender);
   };
+}
+
+/**
+ * v2.1, definitions: the conflicted state subgraph, the events on some auth-event path from one
+ * conflicted event to another (endpoints included): those reachable from a conflicted event that
+ * also reach one.
+ */
+async function conflictedSubgraph(graph: AuthGraph, conflictedIds: Iterable<string>): Promise<Set<string>> {
+  const starts = new Set(conflictedIds);
+  await graph.load(starts);
+  const ancestry = await authAncestry(graph, starts);
+  // Walk back from the conflicted events along reversed auth edges, within their ancestry.
+  const citedBy = new Map<string, string[]>();
+  for (const [id, parents] of ancestry) {
+    for (const p of parents) {
+      let list = citedBy.get(p);
+      if (list === undefined) citedBy.set(p, (list = []));
+      list.push(id);
+    }
+  }
+  const reaching = new Set<string>();
+  const stack: string[] = [];
+  for (const id of starts) if (ancestry.has(id)) {
+    reaching.add(id);
+    stack.push(id);
+  }
+  while (stack.length > 0) {
+    for (const child of citedBy.get(stack.pop()!) ?? []) {
+      if (!reaching.has(child)) {
+        reaching.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  return reaching;
 }
 
 export async function resolveStateV2(
@@ -78,6 +115,12 @@ export async function resolveStateV2(
   const difference = await authDifference(graph, source, [...unconflicted.values()], conflictedPerSet);
   const fullIds = new Set<string>(difference);
   for (const ids of conflicted.values()) for (const id of ids) fullIds.add(id);
+  const v21 = version.stateResolution === 'v2.1';
+  if (v21) {
+    // v2.1: the full conflicted set also takes the conflicted state subgraph.
+    for (const id of await conflictedSubgraph(graph, [...conflicted.values()].flat())) fullIds.add(id);
+    await graph.loadCreate(version);
+  }
   await graph.load(fullIds);
   // Events the source cannot supply cannot be authorized, so they take no part.
   const full = new Set<string>();
@@ -100,8 +143,9 @@ export async function resolveStateV2(
   }
   const sortedPower = await lexicographicalTopologicalSort(ancestry, x, (id) => keys.get(id)!);
 
-  // 2. Iterative auth checks from the unconflicted state over X: the partially resolved state.
-  const partial = await iterativeAuthChecks(graph, version, sortedPower, unconflicted);
+  // 2. Iterative auth checks from the unconflicted state (v2.1: from an empty state) over X: the
+  //    partially resolved state.
+  const partial = await iterativeAuthChecks(graph, version, sortedPower, v21 ? new Map() : unconflicted);
 
   // 3. Every other event of the full conflicted set (including any power event an auth cycle
   //    kept out of step 1), by mainline ordering based on the partial state's power levels.

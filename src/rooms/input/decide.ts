@@ -19,7 +19,7 @@ import { resolveState } from '../../protocol/state-res/index.js';
 import type { Schema } from '../../storage/schema.js';
 import { getSnapshotInfo, readSnapshot, readSnapshotsSubset, STATE_CHAIN_LIMIT } from '../../storage/rooms/state-snapshots.js';
 import { refOf } from '../head-loader.js';
-import { keysToDecide, redactedRoomEvent, snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
+import { keysToDecide, v12Create, redactedRoomEvent, snapshotOn, storedSnapshot, type EventRef, type RoomHead, type SnapshotRef } from '../head.js';
 import type { CurrentStateChange, PersistEvent, StateChange } from '../persist-event.js';
 import type { RoomReader } from '../reader.js';
 import { authRoomEventOf, roomEventOf, type StoredEvent } from '../stored-event.js';
@@ -112,7 +112,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
   const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
   if (!listed.allowed) return refuse('rejected', listed.reason, null, null);
-  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, v12Create(head)), version);
   if (!byAuthEvents.allowed) return refuse('rejected', byAuthEvents.reason, null, null);
 
   // 5. The state before the event. What the checks against the head read is loaded first.
@@ -230,7 +230,7 @@ export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Cand
   const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
   const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
   if (!listed.allowed) return reject(listed.reason, null);
-  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents), version);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, v12Create(head)), version);
   if (!byAuthEvents.allowed) return reject(byAuthEvents.reason, null);
 
   // 5. The state before the event: its prev events' states, or the origin's answer for a gap.

@@ -17,7 +17,7 @@ import { referenceHash } from '../../protocol/hashes.js';
 import type { RoomVersion } from '../../protocol/room-versions.js';
 import { backwardAmong, citedAmong, redactionsTargeting } from '../../storage/rooms/graph.js';
 import type { RoomCore } from '../core.js';
-import type { EventRef, RoomHead } from '../head.js';
+import { v12Create, type EventRef, type RoomHead } from '../head.js';
 import type { EventStatus, PersistEvent } from '../persist-event.js';
 import { roomEventOf, storedEventFromRow, type StoredEvent } from '../stored-event.js';
 import { refOf } from '../head-loader.js';
@@ -496,7 +496,7 @@ export function outlier(head: RoomHead, c: Candidate, authEvents: readonly (Stor
   const listed = checkAuthEventsList(c.event, auth, version, { isRejected: (id) => statuses.get(id) === 'rejected' });
   if (!listed.allowed) reason = listed.reason;
   else {
-    const allowed = checkEventAuth(c.event, authStateFromEvents(auth), version);
+    const allowed = checkEventAuth(c.event, authStateFromEvents(auth, v12Create(head)), version);
     if (!allowed.allowed) reason = allowed.reason;
   }
   return {

@@ -63,9 +63,10 @@ function randomRoomLocalpart(): string {
   return out;
 }
 
-function defaultPowerLevels(creator: string, invitees: readonly string[], preset: PresetConfig): JsonObject {
-  const users: JsonObject = { [creator]: 100 };
-  if (preset.inviteesAreAdmins) for (const u of invitees) users[u] = 100;
+function defaultPowerLevels(creator: string, invitees: readonly string[], preset: PresetConfig, version: RoomVersion): JsonObject {
+  // v12: creators (here the creator and, for a trusted chat, the invitees) are never listed.
+  const users: JsonObject = version.privilegedCreators ? {} : { [creator]: 100 };
+  if (preset.inviteesAreAdmins && !version.privilegedCreators) for (const u of invitees) users[u] = 100;
   return {
     users,
     users_default: 0,
@@ -75,7 +76,8 @@ function defaultPowerLevels(creator: string, invitees: readonly string[], preset
       'm.room.history_visibility': 100,
       'm.room.canonical_alias': 50,
       'm.room.avatar': 50,
-      'm.room.tombstone': 100,
+      // v12: above state_default explicitly (the spec's example is 150).
+      'm.room.tombstone': version.privilegedCreators ? 150 : 100,
       'm.room.server_acl': 100,
       'm.room.encryption': 100,
     },
@@ -127,7 +129,8 @@ async function buildAndWriteRoom(
   }
   const preset = PRESETS[request.preset ?? (request.visibility === 'public' ? 'public_chat' : 'private_chat')];
 
-  const roomId = `!${randomRoomLocalpart()}:${core.serverName}`;
+  // A v12 room's id is its create event's, known once that is built.
+  const provisionalRoomId = version.createEventRoomId ? '' : `!${randomRoomLocalpart()}:${core.serverName}`;
   const creator = actor.userId;
   const drafts: EventDraft[] = [];
   const state = (type: string, content: JsonObject, stateKey = ''): void => {
@@ -138,6 +141,21 @@ async function buildAndWriteRoom(
   const createContent: JsonObject = { ...request.creationContent, room_version: version.id };
   if (version.implicitRoomCreator) delete createContent.creator;
   else createContent.creator = creator;
+  if (version.privilegedCreators) {
+    // A trusted private chat makes its invitees creators too (client API, createRoom).
+    const listed = createContent.additional_creators;
+    const more = new Set<string>();
+    if (Array.isArray(listed)) {
+      for (const u of listed) {
+        if (typeof u !== 'string') throw HearthError.invalidParam('creation_content.additional_creators must be a list of user IDs');
+        more.add(parseUserId(u));
+      }
+    } else if (listed !== undefined) throw HearthError.invalidParam('creation_content.additional_creators must be a list of user IDs');
+    if (preset.inviteesAreAdmins) for (const u of invitees) more.add(u);
+    more.delete(creator);
+    if (more.size > 0) createContent.additional_creators = [...more];
+    else delete createContent.additional_creators;
+  }
   state('m.room.create', createContent);
   // 2. The creator joins.
   state('m.room.member', await memberContent(core, creator, 'join'), creator);
@@ -149,7 +167,7 @@ async function buildAndWriteRoom(
     initial.delete(JSON.stringify(['m.room.power_levels', '']));
     state('m.room.power_levels', initialPl.content);
   } else {
-    state('m.room.power_levels', { ...defaultPowerLevels(creator, invitees, preset), ...request.powerLevelContentOverride });
+    state('m.room.power_levels', { ...defaultPowerLevels(creator, invitees, preset, version), ...request.powerLevelContentOverride });
   }
   // 4. The canonical alias.
   if (alias !== undefined) state('m.room.canonical_alias', { alias });
@@ -177,7 +195,7 @@ async function buildAndWriteRoom(
     checkVersionedStateContent(d.type, d.stateKey, d.content, version);
   }
 
-  const head = new RoomHead(roomId, version, core.maxLoadedState);
+  const head = new RoomHead(provisionalRoomId, version, core.maxLoadedState);
   const built: PersistEvent[] = [];
   try {
     for (const d of drafts) built.push(buildEvent(head, d, core.build));
@@ -193,6 +211,7 @@ async function buildAndWriteRoom(
     throw err;
   }
 
+  const roomId = head.roomId;
   await core.writeNewRoom(head, built, async (trx) => {
       head.roomNid = await insertRoom(trx, {
         roomId,

@@ -102,7 +102,9 @@ export async function remoteTarget(
     if (inviter !== undefined) servers.unshift(inviter);
     servers.push(...(await joinedServers(core.db, head.roomNid)));
   }
-  servers.push(serverNameOf(roomId));
+  // A v12 room id names no server.
+  const roomServer = serverNameOf(roomId);
+  if (roomServer !== undefined) servers.push(roomServer);
   const others = [...new Set(servers)].filter((s) => s !== core.serverName);
   if (others.length === 0) {
     if (head !== undefined) return { roomId };

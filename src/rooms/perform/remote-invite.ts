@@ -205,11 +205,13 @@ export async function rejectOutOfBand(
   const current = (await head.read([key])).get(key);
   const membership = current?.content['membership'];
   if (current === undefined || (membership !== 'invite' && membership !== 'knock')) throw HearthError.forbidden(`You are not invited to room ${roomId}`);
-  // An invite is withdrawn through the inviter's server, a knock through the room's.
+  // An invite is withdrawn through the inviter's server, a knock through the room's (a v12 room id
+  // names none: such a knock is withdrawn here alone).
   const inviterServer = membership === 'invite' ? serverNameOf(tryParseUserId(current.sender)!) : serverNameOf(parseRoomId(roomId));
   const member = { roomId, userId, content: { ...content, membership: 'leave' } };
   let leave: Pdu | undefined;
   try {
+    if (inviterServer === undefined) throw HearthError.notFound('No server to withdraw through');
     const made = await port.makeLeave(inviterServer, roomId, userId);
     const t = made.event;
     if (made.roomVersion === version.id && t['room_id'] === roomId && t['sender'] === userId && t['state_key'] === userId) {

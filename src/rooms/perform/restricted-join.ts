@@ -5,6 +5,7 @@
 // room is this server's to judge, by what it knows of those rooms. It names one of its own users
 // and signs the join.
 
+import { powerLevelsFromEvents, userPowerLevel } from '../../protocol/power-levels.js';
 import type { RoomEvent } from '../../protocol/events.js';
 import { isUserOf } from '../../protocol/ids.js';
 import { isJsonObject } from '../../protocol/json.js';
@@ -44,16 +45,14 @@ export async function allowedByMembership(core: RoomCore, joinRules: RoomEvent |
 
 /** Of this server's joined members, one whose power level lets them invite (the highest); undefined if none. */
 export function voucherOn(head: RoomHead, serverName: string): string | undefined {
-  const levels = head.get('m.room.power_levels')?.content ?? {};
-  const num = (v: unknown, fallback: number) => (typeof v === 'number' ? v : fallback);
-  const users = isJsonObject(levels['users']) ? levels['users'] : {};
-  const usersDefault = num(levels['users_default'], 0);
-  const invite = num(levels['invite'], 0);
+  // The levels as the auth rules read them (v12 creators' is infinite).
+  const levels = powerLevelsFromEvents(head.get('m.room.power_levels'), head.get('m.room.create'), head.version);
+  const invite = levels.invite;
   let best: string | undefined;
   let bestLevel = -Infinity;
   for (const [userId, membership] of head.memberships()) {
     if (membership !== 'join' || !isUserOf(userId, serverName)) continue;
-    const level = num(users[userId], usersDefault);
+    const level = userPowerLevel(levels, userId);
     if (level >= invite && level > bestLevel) (best = userId), (bestLevel = level);
   }
   return best;
