@@ -19,6 +19,7 @@ import type { RoomReader } from '../rooms/reader.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
 import { timelineAfter, type TimelineRow } from '../storage/appservice/queues.js';
 import { insertNotifications, pruneNotifications, type NotificationRow } from '../storage/push/notifications.js';
+import { MAIN_THREAD, threadsOfEvents } from '../storage/rooms/relations.js';
 import type { Schema } from '../storage/schema.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
@@ -174,6 +175,7 @@ export class PushActions {
             actions_json: JSON.stringify(result.actions),
             highlight: result.highlight ? 1 : 0,
             received_ts: now,
+            thread_id: MAIN_THREAD,
           });
         }
         // A big room's batch is long work: requests get their turn between slices of it.
@@ -185,6 +187,11 @@ export class PushActions {
       }
     }
     if (out.length === 0) return;
+    // Each notification's thread, for unread counts per thread (sync/unread.ts).
+    const notifying = new Map<number, StoredEvent>();
+    for (const row of out) notifying.set(row.event_nid, events.get(row.event_nid)!);
+    const threads = await threadsOfEvents(this.options.db, [...notifying.values()].map((e) => ({ eventId: e.eventId, content: e.pdu.content })));
+    for (const row of out) row.thread_id = threads.get(notifying.get(row.event_nid)!.eventId) ?? MAIN_THREAD;
     await insertNotifications(this.options.db, out);
     this.options.notified(new Set(out.map((r) => r.user_id)));
   }

@@ -2,7 +2,9 @@
 //
 // The indexer is a durable consumer of the events stream (streams/consumer.ts), apart from the
 // send path: it indexes the text of m.room.message (content.body), m.room.name and m.room.topic
-// events and takes redacted events out. Started at position 0 on a database without the index, it
+// events and takes redacted events out. An edited message is found by its newest edit's text
+// rather than its old one, and edits are not indexed themselves (see currentVersions in
+// storage/search/event-search.ts). Started at position 0 on a database without the index, it
 // indexes everything stored before: that is the upgrade path too.
 //
 // A search sees what was sent before it: it first waits (up to WAIT_MS) for the indexer to reach
@@ -14,7 +16,8 @@ import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { parseSearchRequest } from '../protocol/search.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
-import { indexableAfter, indexDocuments, SEARCHED_FIELDS, textSearchConfig, unindexEvents, type IndexableRow, type SearchDocument } from '../storage/search/event-search.js';
+import { REPLACE } from '../protocol/relations.js';
+import { currentVersions, documentsAt, indexableAfter, indexDocuments, replaceDocuments, SEARCHED_FIELDS, textSearchConfig, unindexEvents, type IndexableRow, type SearchDocument } from '../storage/search/event-search.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
 import type { Actor } from './actor.js';
@@ -42,10 +45,11 @@ export interface SearchServiceOptions {
   readonly log: { warn(message: string, details?: object): void };
 }
 
-/** The index documents of a batch, and the events its redactions took out. */
-export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocument[]; redacted: string[] } {
+/** The index documents of a batch, the events its redactions took out, and the events its edits edit. */
+export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocument[]; redacted: string[]; edited: string[] } {
   const docs: SearchDocument[] = [];
   const redacted: string[] = [];
+  const edited: string[] = [];
   for (const r of rows) {
     if (r.type === 'm.room.redaction') {
       if (r.redacts !== null) redacted.push(r.redacts);
@@ -60,11 +64,23 @@ export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocume
     if (key === undefined || r.redacted_by !== null) continue;
     if (r.type !== 'm.room.message' && r.state_key !== '') continue;
     const content = (JSON.parse(r.json) as { content?: unknown }).content;
+    const edits = r.type === 'm.room.message' && isJsonObject(content) ? editedBy(content) : undefined;
+    if (edits !== undefined) {
+      edited.push(edits);
+      continue;
+    }
     const value = isJsonObject(content) ? content[key.slice('content.'.length)] : undefined;
     if (typeof value !== 'string' || value.trim() === '') continue;
     docs.push({ position: r.position, eventNid: r.event_nid, roomNid: r.room_nid, sender: r.sender, type: r.type, key, value });
   }
-  return { docs, redacted };
+  return { docs, redacted, edited };
+}
+
+/** The event an edit replaces (an m.replace relation with m.new_content), if it is one. */
+function editedBy(content: JsonObject): string | undefined {
+  const rel = content['m.relates_to'];
+  if (!isJsonObject(rel) || rel['rel_type'] !== REPLACE || typeof rel['event_id'] !== 'string') return undefined;
+  return isJsonObject(content['m.new_content']) ? rel['event_id'] : undefined;
 }
 
 export class SearchService {
@@ -85,12 +101,31 @@ export class SearchService {
       log: options.log,
       read: (after, limit) => indexableAfter(options.db, after, limit),
       handle: async (rows) => {
-        const { docs, redacted } = documentsOf(rows);
+        const { docs, redacted, edited } = documentsOf(rows);
         await indexDocuments(options.db, options.dialect, this.config, docs);
         await unindexEvents(options.db, options.dialect, redacted);
+        await this.reindexEdited(edited, redacted);
         this.indexed = rows[rows.length - 1]!.position;
       },
     });
+  }
+
+  /**
+   * Indexes again, by their newest standing version, the messages edited in a batch and those
+   * whose indexed version was an edit the batch redacted.
+   */
+  private async reindexEdited(edited: readonly string[], redacted: readonly string[]): Promise<void> {
+    if (edited.length === 0 && redacted.length === 0) return;
+    const { db, dialect } = this.options;
+    const ids = [...new Set([...edited, ...redacted])];
+    const events = await db.selectFrom('events').select(['event_id', 'event_nid', 'stream_ordering']).where('event_id', 'in', ids).execute();
+    const editedSet = new Set(edited);
+    const redactedSet = new Set(redacted);
+    const originals = events.filter((e) => editedSet.has(e.event_id)).map((e) => Number(e.event_nid));
+    const redactedAt = events.filter((e) => redactedSet.has(e.event_id) && e.stream_ordering !== null).map((e) => Number(e.stream_ordering));
+    originals.push(...(await documentsAt(db, redactedAt)));
+    if (originals.length === 0) return;
+    await replaceDocuments(db, dialect, this.config, originals, await currentVersions(db, originals));
   }
 
   async start(): Promise<void> {

@@ -14,7 +14,7 @@ import { encodeTimelineToken } from '../rooms/tokens.js';
 import type { Schema } from '../storage/schema.js';
 import { moved, type SyncPass } from './pass.js';
 import type { JoinedRoomSection } from './response.js';
-import { clientEventsOf, loadRoomContents, type ContentRequest } from './room-content.js';
+import { clientEventsOf, loadRoomContents, type ContentRequest, type RoomContent } from './room-content.js';
 import type { JoinPlan } from './room-plans.js';
 import type { SharedReads } from './shared-reads.js';
 import type { LoadedTimeline } from './timeline.js';
@@ -133,6 +133,9 @@ async function sectionsOf(
     { since: pass.since?.receipts, upTo: pass.upTo.receipts, ownMoved: extras.ownReceipts },
   );
 
+  // The sections' events are formatted together: their bundled aggregations are read once for
+  // the chunk, not once per room.
+  const sections: { plan: JoinPlan; content: RoomContent | undefined; timeline: LoadedTimeline; state: readonly StoredEvent[]; ephemeral: JsonObject[]; accountData: JsonObject[] }[] = [];
   for (const plan of shown) {
     const content = contents.get(plan.roomId);
     const timeline = content?.timeline ?? quietTimeline(plan);
@@ -141,16 +144,32 @@ async function sectionsOf(
     const accountData = extras.accountData.get(plan.roomId) ?? [];
     // A room whose news the filter removed entirely is left out.
     if (!plan.always && timeline.events.length === 0 && state.length === 0 && ephemeral.length === 0 && accountData.length === 0) continue;
+    sections.push({ plan, content, timeline, state, ephemeral, accountData });
+  }
+  const formatted = await clientEventsOf(reader, pass, sections.flatMap((x) => [...x.state, ...x.timeline.events]));
+  let at = 0;
+  for (const { plan, content, timeline, state, ephemeral, accountData } of sections) {
     if (extras.memberEvents !== undefined) {
       for (const e of [...state, ...timeline.events]) if (e.type === 'm.room.member') extras.memberEvents.push(e);
     }
+    const stateEvents = formatted.slice(at, (at += state.length));
+    const timelineEvents = formatted.slice(at, (at += timeline.events.length));
     out[plan.roomId] = {
       summary: content?.summary ?? {},
-      state: { events: await clientEventsOf(reader, pass, state) },
-      timeline: { events: await clientEventsOf(reader, pass, timeline.events), limited: timeline.limited, prev_batch: timeline.prevBatch },
+      state: { events: stateEvents },
+      timeline: { events: timelineEvents, limited: timeline.limited, prev_batch: timeline.prevBatch },
       ephemeral: { events: ephemeral },
       account_data: { events: accountData },
-      unread_notifications: unread.get(plan.roomId) ?? { notification_count: 0, highlight_count: 0 },
+      unread_notifications: { notification_count: 0, highlight_count: 0 },
     };
+    const counts = unread.get(plan.roomId);
+    if (counts !== undefined) {
+      // Asked for per thread: the room's counts are the main timeline's, the threads' apart.
+      if (!pass.filter.timeline.unreadThreadNotifications) out[plan.roomId]!.unread_notifications = counts.total;
+      else {
+        out[plan.roomId]!.unread_notifications = counts.main;
+        if (counts.threads.size > 0) out[plan.roomId]!.unread_thread_notifications = Object.fromEntries(counts.threads);
+      }
+    }
   }
 }

@@ -30,6 +30,8 @@ export interface JoinedRoomSection {
   ephemeral: EventBatch;
   account_data: EventBatch;
   unread_notifications: UnreadNotificationCounts;
+  /** With the timeline filter's `unread_thread_notifications`: per thread root, threads with notifications. */
+  unread_thread_notifications?: Record<string, UnreadNotificationCounts>;
 }
 
 export interface LeftRoomSection {

@@ -3,6 +3,13 @@
 // `highlight` ones count as highlights too. Counts are kept per (user, room) between syncs, so a
 // sync evaluates only the events that arrived since the last count; a count kept under rules the
 // user has since changed is started over. A count never reads more than a bounded number of events.
+//
+// Counts are kept per thread (client-server API, "Threaded read receipts"): the main timeline
+// ('main': events in no thread, thread roots included) and each thread by its root. An unthreaded
+// receipt reads every thread up to its event; a receipt for 'main' or a root only that thread. Each
+// thread is counted after the latest receipt that applies to it (or the join). A sync asking for
+// `unread_thread_notifications` is given the main timeline's counts and each thread's apart;
+// otherwise the sum of all, as the reference server does.
 
 import type { Kysely } from 'kysely';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
@@ -10,7 +17,9 @@ import { defaultPushRules, evaluatePushRules, senderPowerIn, type PushContext, t
 import type { RoomReader } from '../rooms/reader.js';
 import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
 import type { Schema } from '../storage/schema.js';
-import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
+import type { NotificationRange, ThreadCounts } from '../storage/push/notifications.js';
+import { MAIN_THREAD, threadsOfEvents } from '../storage/rooms/relations.js';
+import { ownReadPositionsByThread, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
 import type { UnreadNotificationCounts } from './response.js';
 import type { RoomFacts } from './summary.js';
 import type { LoadedTimeline } from './timeline.js';
@@ -27,15 +36,73 @@ export interface PushRuleSource {
 export interface StoredNotifications {
   /** Events in (after, upTo] have been evaluated and what notifies stored; undefined until the pass runs. */
   window(): { readonly after: number; readonly upTo: number } | undefined;
-  /** Per room, the user's notifications and highlights in the room's range (after, upTo]. */
-  counts(userId: string, ranges: readonly StoredRange[]): Promise<Map<string, { notifications: number; highlights: number }>>;
+  /** Per room and thread, the user's notifications and highlights in the ranges. */
+  counts(userId: string, ranges: readonly NotificationRange[]): Promise<ThreadCounts>;
 }
 
-export interface StoredRange {
-  readonly roomId: string;
-  readonly after: number;
-  readonly upTo: number;
+/** A room's unread counts: all of them, the main timeline's, and each thread's (those with any). */
+export interface RoomUnreadCounts {
+  readonly total: UnreadNotificationCounts;
+  readonly main: UnreadNotificationCounts;
+  readonly threads: ReadonlyMap<string, UnreadNotificationCounts>;
 }
+
+interface Tally {
+  notifications: number;
+  highlights: number;
+}
+
+/** Where counting starts: for every thread, and later for the threads with receipts of their own. */
+interface Bases {
+  readonly all: number;
+  readonly own: ReadonlyMap<string, number>;
+  /** Identifies the bases (a count is resumed only under the same ones). */
+  readonly key: string;
+}
+
+function basesOf(receipts: ReadonlyMap<string, number>, joinedFrom: number): Bases {
+  const all = Math.max(receipts.get('') ?? 0, joinedFrom);
+  const own = new Map<string, number>();
+  for (const [thread, position] of receipts) if (thread !== '' && position > all) own.set(thread, position);
+  const key = [all, ...[...own].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([t, p]) => `${t}=${p}`)].join('\u0000');
+  return { all, own, key };
+}
+
+/** The stored notifications of (after, upTo] to count, each thread after its own base. */
+function rangesOf(roomId: string, after: number, upTo: number, bases: Bases): NotificationRange[] {
+  const later = [...bases.own].filter(([, base]) => base > after);
+  const out: NotificationRange[] = [{ roomId, after, upTo, ...(later.length > 0 ? { except: later.map(([t]) => t) } : {}) }];
+  for (const [thread, base] of later) if (base < upTo) out.push({ roomId, after: base, upTo, thread });
+  return out;
+}
+
+function addTo(counts: Map<string, Tally>, thread: string, notifications: number, highlights: number): void {
+  const known = counts.get(thread);
+  if (known === undefined) counts.set(thread, { notifications, highlights });
+  else {
+    known.notifications += notifications;
+    known.highlights += highlights;
+  }
+}
+
+function summed(counts: ReadonlyMap<string, Tally>): RoomUnreadCounts {
+  let notifications = 0;
+  let highlights = 0;
+  const threads = new Map<string, UnreadNotificationCounts>();
+  for (const [thread, t] of counts) {
+    notifications += t.notifications;
+    highlights += t.highlights;
+    if (thread !== MAIN_THREAD && t.notifications > 0) threads.set(thread, { notification_count: t.notifications, highlight_count: t.highlights });
+  }
+  const main = counts.get(MAIN_THREAD);
+  return {
+    total: { notification_count: notifications, highlight_count: highlights },
+    main: { notification_count: main?.notifications ?? 0, highlight_count: main?.highlights ?? 0 },
+    threads,
+  };
+}
+
+const NO_RECEIPTS: ReadonlyMap<string, number> = new Map();
 
 /** Only the server-default rules, for counters built without the users' own rules. */
 export function defaultRulesOnly(): PushRuleSource {
@@ -76,16 +143,16 @@ export interface UnreadRoom {
 interface Counted {
   /** The rule set the count was made with. */
   readonly rules: PushRuleSet;
-  /** The position the user's read receipt points at, if any. */
-  readonly receipt: number | undefined;
-  /** The receipts stream position `receipt` was read at. */
+  /** Per thread ('' unthreaded), the position the user's read receipts point at. */
+  readonly receipts: ReadonlyMap<string, number>;
+  /** The receipts stream position `receipts` were read at. */
   readonly receiptsAt: number;
-  /** Counting started after this position (the receipt or join). */
-  readonly base: number;
+  /** Where counting started (the receipts or join): Bases.key. */
+  readonly base: string;
   /** Counted up to and including this position. */
   readonly upTo: number;
-  readonly notifications: number;
-  readonly highlights: number;
+  /** Per thread. */
+  readonly counts: ReadonlyMap<string, Tally>;
 }
 
 export class UnreadCounter {
@@ -99,7 +166,7 @@ export class UnreadCounter {
   ) {}
 
   /**
-   * `receipts` says which receipts the pass saw: from `since` (undefined: an initial sync) up to
+   * `receiptStream` says which receipts the pass saw: from `since` (undefined: an initial sync) up to
    * `upTo` on the receipts stream, and the rooms where the user's own receipts moved in it.
    */
   async counts(
@@ -107,18 +174,18 @@ export class UnreadCounter {
     rooms: readonly UnreadRoom[],
     facts: ReadonlyMap<string, RoomFacts>,
     ignored: ReadonlySet<string>,
-    receipts: { readonly since: number | undefined; readonly upTo: number; readonly ownMoved: ReadonlySet<string> },
-  ): Promise<Map<string, UnreadNotificationCounts>> {
-    const out = new Map<string, UnreadNotificationCounts>();
+    receiptStream: { readonly since: number | undefined; readonly upTo: number; readonly ownMoved: ReadonlySet<string> },
+  ): Promise<Map<string, RoomUnreadCounts>> {
+    const out = new Map<string, RoomUnreadCounts>();
     if (rooms.length === 0) return out;
     const key = (roomId: string) => `${userId}\u0000${roomId}`;
     // The receipt read by an earlier count holds unless the user's receipts moved since.
     const stillKnown = (roomId: string) => {
       const known = this.counted.get(key(roomId));
-      return known !== undefined && receipts.since !== undefined && known.receiptsAt >= receipts.since && !receipts.ownMoved.has(roomId);
+      return known !== undefined && receiptStream.since !== undefined && known.receiptsAt >= receiptStream.since && !receiptStream.ownMoved.has(roomId);
     };
     const toRead = rooms.filter((r) => !stillKnown(r.roomId)).map((r) => r.roomId);
-    const read = toRead.length === 0 ? new Map<string, number>() : await ownReadPositions(this.db, userId, toRead, READ_RECEIPT_TYPES);
+    const read = toRead.length === 0 ? new Map<string, Map<string, number>>() : await ownReadPositionsByThread(this.db, userId, toRead, READ_RECEIPT_TYPES);
     const unread = new Set(toRead);
     const rules = await this.pushRules.rulesOf(userId);
     // Per range of the stream before a timeline, the rooms with events there (read once a range).
@@ -131,14 +198,14 @@ export class UnreadCounter {
     };
     let budget = READ_BUDGET;
     const window = this.stored?.window();
-    const storedRanges: StoredRange[] = [];
-    const done: { roomId: string; counted: Counted | undefined; notifications: number; highlights: number }[] = [];
+    const storedRanges: NotificationRange[] = [];
+    const done: { roomId: string; counted: Counted | undefined; counts: Map<string, Tally>; bases: Bases; notifying: { event: StoredEvent; highlight: boolean }[] }[] = [];
     for (const room of rooms) {
       const known = this.counted.get(key(room.roomId));
-      const receipt = unread.has(room.roomId) ? read.get(room.roomId) : known?.receipt;
-      const base = Math.max(receipt ?? 0, room.joinedFrom);
-      const resume = known !== undefined && known.rules === rules && known.base === base && known.upTo <= room.upTo ? known : undefined;
-      let from = resume?.upTo ?? base;
+      const receipts = (unread.has(room.roomId) ? read.get(room.roomId) : known?.receipts) ?? NO_RECEIPTS;
+      const bases = basesOf(receipts, room.joinedFrom);
+      const resume = known !== undefined && known.rules === rules && known.base === bases.key && known.upTo <= room.upTo ? known : undefined;
+      let from = resume?.upTo ?? bases.all;
       let at = from < room.upTo ? eventsAtHand(room, from, quiet) : undefined;
       // Events at hand are evaluated here, costing no statement. Past that, what the push-rule
       // pass has evaluated is counted from its rows (however many), and only what it has not
@@ -146,13 +213,15 @@ export class UnreadCounter {
       if ((at === undefined || at.length >= MAX_EVALUATED) && window !== undefined && from >= window.after) {
         const storedUpTo = Math.min(window.upTo, room.upTo);
         if (storedUpTo > from) {
-          storedRanges.push({ roomId: room.roomId, after: from, upTo: storedUpTo });
+          storedRanges.push(...rangesOf(room.roomId, from, storedUpTo, bases));
           from = storedUpTo;
           at = from < room.upTo ? eventsAtHand(room, from, quiet) : undefined;
         }
       }
-      let notifications = resume?.notifications ?? 0;
-      let highlights = resume?.highlights ?? 0;
+      const counts = new Map<string, Tally>();
+      for (const [thread, t] of resume?.counts ?? []) counts.set(thread, { ...t });
+      // What notifies here is counted once its thread is known (below, for all rooms at once).
+      const notifying: { event: StoredEvent; highlight: boolean }[] = [];
       let complete = true;
       if (from < room.upTo) {
         let events: StoredEvent[];
@@ -168,23 +237,27 @@ export class UnreadCounter {
         for (const e of events) {
           if (e.sender === userId || ignored.has(e.sender)) continue;
           const result = evaluatePushRules(rules, { type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content, ...(e.stateKey !== undefined ? { state_key: e.stateKey } : {}) }, context(e.sender));
-          if (result?.notify === true) {
-            notifications++;
-            if (result.highlight) highlights++;
-          }
+          if (result?.notify === true) notifying.push({ event: e, highlight: result.highlight });
         }
       }
-      const counted = complete ? { rules, receipt, receiptsAt: receipts.upTo, base, upTo: Math.max(room.upTo, from), notifications, highlights } : undefined;
-      done.push({ roomId: room.roomId, counted, notifications, highlights });
+      const counted = complete ? { rules, receipts, receiptsAt: receiptStream.upTo, base: bases.key, upTo: Math.max(room.upTo, from), counts } : undefined;
+      done.push({ roomId: room.roomId, counted, counts, bases, notifying });
     }
+    // Threads of what notified here: from the events themselves, but for relations (an edit or a
+    // reaction) to other events, whose threads are read together.
+    const notified = done.flatMap((d) => d.notifying.map((n) => ({ eventId: n.event.eventId, content: n.event.pdu.content })));
+    const threads = notified.length === 0 ? new Map<string, string>() : await threadsOfEvents(this.db, notified);
     const storedCounts = storedRanges.length === 0 ? undefined : await this.stored!.counts(userId, storedRanges);
     for (const d of done) {
-      const extra = storedCounts?.get(d.roomId);
-      const notifications = d.notifications + (extra?.notifications ?? 0);
-      const highlights = d.highlights + (extra?.highlights ?? 0);
-      if (d.counted !== undefined) this.remember(key(d.roomId), { ...d.counted, notifications, highlights });
+      for (const { event, highlight } of d.notifying) {
+        const thread = threads.get(event.eventId) ?? MAIN_THREAD;
+        // A thread with a receipt of its own is counted after it.
+        if (positionOf(event) > (d.bases.own.get(thread) ?? d.bases.all)) addTo(d.counts, thread, 1, highlight ? 1 : 0);
+      }
+      for (const [thread, t] of storedCounts?.get(d.roomId) ?? []) addTo(d.counts, thread, t.notifications, t.highlights);
+      if (d.counted !== undefined) this.remember(key(d.roomId), d.counted);
       else this.counted.delete(key(d.roomId));
-      out.set(d.roomId, { notification_count: notifications, highlight_count: highlights });
+      out.set(d.roomId, summed(d.counts));
     }
     return out;
   }

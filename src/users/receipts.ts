@@ -85,6 +85,10 @@ export class ReceiptService {
     if (threadId !== undefined && (typeof threadId !== 'string' || threadId === '')) {
       throw HearthError.invalidParam('thread_id field must be a non-empty string');
     }
+    // A thread is named by its root's event id, the main timeline by 'main'.
+    if (typeof threadId === 'string' && threadId !== 'main' && !threadId.startsWith('$')) {
+      throw HearthError.invalidParam("thread_id must be 'main' or the event ID of a thread root");
+    }
     if (receiptType === FULLY_READ && threadId !== undefined) {
       throw HearthError.invalidParam(`thread_id is not compatible with ${FULLY_READ} receipts`);
     }

@@ -195,6 +195,35 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(after.count, 0);
     });
 
+    test('an edited message is found by its newest edit, served with it; its old text and the edits are not found', async () => {
+      const edit = (target: string, body: string, txn: string, who = alice) =>
+        who.send(shared, { msgtype: 'm.text', body: `* ${body}`, 'm.new_content': { msgtype: 'm.text', body }, 'm.relates_to': { rel_type: 'm.replace', event_id: target } }, txn);
+      const ids = (r: any): string[] => r.results.map((x: any) => x.result.event_id);
+      const original = await alice.send(shared, { msgtype: 'm.text', body: 'the wombat is mauve' }, 'e1');
+      assert.deepEqual(ids(await search(bob, 'mauve')), [original]);
+      const first = await edit(original, 'the wombat is teal', 'e2');
+      const teal = await search(bob, 'teal');
+      assert.deepEqual(ids(teal), [original], 'the message, not the edit');
+      assert.equal(teal.results[0].result.content.body, 'the wombat is mauve', 'its content is left as it was');
+      assert.equal(teal.results[0].result.unsigned['m.relations']['m.replace'].event_id, first);
+      assert.deepEqual(ids(await search(bob, 'mauve')), [], 'the old text is gone');
+      assert.deepEqual(ids(await search(bob, 'wombat', { order_by: 'recent' })), [original], 'one hit for one message');
+      // Another user's edit is not valid: nothing changes.
+      await edit(original, 'the wombat is purple', 'e3', bob);
+      assert.deepEqual(ids(await search(alice, 'purple')), []);
+      assert.deepEqual(ids(await search(alice, 'teal')), [original]);
+      // A second edit; redacting it brings the first back.
+      const second = await edit(original, 'the wombat is olive', 'e4');
+      assert.deepEqual(ids(await search(bob, 'olive')), [original]);
+      assert.deepEqual(ids(await search(bob, 'teal')), []);
+      await alice.ok('PUT', `/rooms/${enc(shared)}/redact/${enc(second)}/e5`, {});
+      assert.deepEqual(ids(await search(bob, 'olive')), []);
+      assert.deepEqual(ids(await search(bob, 'teal')), [original]);
+      // The message redacted: no version of it is found.
+      await alice.ok('PUT', `/rooms/${enc(shared)}/redact/${enc(original)}/e6`, {});
+      assert.deepEqual(ids(await search(bob, 'wombat')), []);
+    });
+
     test('r0 and /_matrix answer too', async () => {
       const r = await bob.ok('POST', '/_matrix/client/r0/search', roomEvents('yesterday'));
       assert.deepEqual(bodies(r.search_categories.room_events), ['I saw a fox yesterday']);

@@ -66,6 +66,7 @@ for (const backend of await storageBackends()) {
         actions_json: '["notify"]',
         highlight,
         received_ts: 1700000000000 + n,
+        thread_id: 'main',
       });
       await insertNotifications(database.db, [row(43, 0), row(44, 1), row(45, 0)]);
       await insertNotifications(database.db, [row(44, 1)]);

@@ -26,18 +26,24 @@ for (const { backend, skip } of await serverBackends()) {
         for (let i = 0; i < n; i++) {
           const { roomId } = await rooms.createRoom(actor(other), { preset: 'public_chat' });
           await rooms.join(actor(heavy), roomId);
-          await rooms.sendMessage(actor(other), roomId, 'm.room.message', { msgtype: 'm.text', body: `hello ${i}` });
+          const hello = await rooms.sendMessage(actor(other), roomId, 'm.room.message', { msgtype: 'm.text', body: `hello ${i}` });
+          // A thread, and a reference to its reply (in the thread too: found through the reply).
+          const reply = await rooms.sendMessage(actor(other), roomId, 'm.room.message', { msgtype: 'm.text', body: `reply ${i}`, 'm.relates_to': { rel_type: 'm.thread', event_id: hello } });
+          await rooms.sendMessage(actor(other), roomId, 'm.room.message', { msgtype: 'm.text', body: `see ${i}`, 'm.relates_to': { rel_type: 'm.reference', event_id: reply } });
           roomIds.push(roomId);
         }
       };
-      const req = (since?: string): SyncRequest => ({ userId: heavy.userId, deviceId: heavy.deviceId, setPresence: 'offline', ...(since !== undefined ? { since } : {}) });
+      const req = (since?: string, filter?: string): SyncRequest => ({ userId: heavy.userId, deviceId: heavy.deviceId, setPresence: 'offline', ...(since !== undefined ? { since } : {}), ...(filter !== undefined ? { filter } : {}) });
+      const threaded = JSON.stringify({ room: { timeline: { unread_thread_notifications: true } } });
 
       /** Statements of an initial sync, and of incremental syncs with one new message each. */
-      const measure = async () => {
+      const measure = async (filter?: string) => {
         let token = '';
         await evaluated();
         const initial = await statements(db, async () => {
-          token = (await sync.sync(req())).next_batch;
+          const s = await sync.sync(req(undefined, filter));
+          token = s.next_batch;
+          if (filter !== undefined) assert.equal(Object.values(s.rooms.join).filter((r) => r.unread_thread_notifications !== undefined).length, roomIds.length, 'every room has a thread with news');
         });
         const incremental: number[] = [];
         for (let i = 0; i < 3; i++) {
@@ -45,28 +51,35 @@ for (const { backend, skip } of await serverBackends()) {
           await evaluated();
           incremental.push(
             await statements(db, async () => {
-              const s = await sync.sync(req(token));
+              const s = await sync.sync(req(token, filter));
               assert.equal(Object.keys(s.rooms.join).length, 1);
               token = s.next_batch;
             }),
           );
         }
-        const quiet = await statements(db, () => sync.sync(req(token)));
+        const quiet = await statements(db, () => sync.sync(req(token, filter)));
         return { initial, incremental: Math.max(...incremental.slice(1)), quiet };
       };
 
       await addRooms(40);
       const forty = await measure();
+      const fortyThreaded = await measure(threaded);
       await addRooms(40);
       const eighty = await measure();
+      const eightyThreaded = await measure(threaded);
+      // Counts per thread read nothing per room or per thread either.
+      assert.equal(eightyThreaded.incremental, 0, `threaded incremental: ${JSON.stringify({ fortyThreaded, eightyThreaded })}`);
+      assert.ok(eightyThreaded.quiet <= 1, `threaded, nothing new: ${JSON.stringify({ fortyThreaded, eightyThreaded })}`);
+      assert.ok(eightyThreaded.initial <= fortyThreaded.initial + 20, `threaded initial: ${JSON.stringify({ fortyThreaded, eightyThreaded })}`);
       assert.equal(eighty.incremental, forty.incremental, `incremental: ${JSON.stringify({ forty, eighty })}`);
       // The range a send wakes a sync for, the event, the room's facts and what its unread count
       // needs are all in memory.
       assert.equal(eighty.incremental, 0, `incremental: ${JSON.stringify({ forty, eighty })}`);
       assert.ok(eighty.quiet <= 1, `nothing new: ${JSON.stringify({ forty, eighty })}`);
-      // Twice the rooms: one more chunk of 50 rooms (some ten statements), not 40 more. The facts
+      // Twice the rooms: one more chunk of 50 rooms (some ten statements, and the chunk's bundled
+      // aggregations and the threads of its notifying references some five), not 40 more. The facts
       // of rooms no earlier read has cached take one statement more, however many they are.
-      assert.ok(eighty.initial <= forty.initial + 12, `initial: ${JSON.stringify({ forty, eighty })}`);
+      assert.ok(eighty.initial <= forty.initial + 20, `initial: ${JSON.stringify({ forty, eighty })}`);
     });
   });
 }

@@ -106,6 +106,7 @@ for (const backend of await storageBackends()) {
       await assert.rejects(receipts.sendReceipt(alice, room, 'm.unread', '$e1'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(receipts.sendReceipt(alice, room, 'm.read', '$e1', ''), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(receipts.sendReceipt(alice, room, 'm.read', '$e1', 5), rejects('M_INVALID_PARAM', 400));
+      await assert.rejects(receipts.sendReceipt(alice, room, 'm.read', '$e1', 'a-thread'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(receipts.sendReceipt(alice, room, 'm.fully_read', '$e1', 'main'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(receipts.sendReceipt(alice, 'nope', 'm.read', '$e1'), rejects('M_INVALID_PARAM', 400));
       await assert.rejects(receipts.sendReceipt(carol, room, 'm.read', '$e1'), rejects('M_FORBIDDEN', 403));

@@ -26,13 +26,14 @@ import { adminUsers } from './020-admin-users.js';
 import { adminRooms } from './021-admin-rooms.js';
 import { pushNotifications } from './022-push-notifications.js';
 import { eventRelations } from './023-event-relations.js';
+import { notificationThreads } from './024-notification-threads.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications, eventRelations];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications, eventRelations, notificationThreads];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -10,8 +10,6 @@ import type { PushNotificationsTable, Schema } from '../schema.js';
 export type NotificationRow = Selectable<PushNotificationsTable>;
 
 const ROWS_PER_STATEMENT = 200;
-/** Rooms counted per statement (each adds three parameters). */
-const RANGES_PER_STATEMENT = 100;
 
 function numeric(row: NotificationRow): NotificationRow {
   return { ...row, stream_ordering: Number(row.stream_ordering), event_nid: Number(row.event_nid), highlight: Number(row.highlight), received_ts: Number(row.received_ts) };
@@ -19,8 +17,8 @@ function numeric(row: NotificationRow): NotificationRow {
 
 const SQLITE_ROWS_PER_TRANSACTION = 200;
 const INSERT_SQL =
-  'INSERT INTO push_notifications (user_id, stream_ordering, room_id, event_nid, actions_json, highlight, received_ts) ' +
-  'VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, stream_ordering) DO NOTHING';
+  'INSERT INTO push_notifications (user_id, stream_ordering, room_id, event_nid, actions_json, highlight, received_ts, thread_id) ' +
+  'VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, stream_ordering) DO NOTHING';
 /** Per SQLite handle, the insert prepared once (on first use: the table is made by a migration). */
 const sqliteInserts = new WeakMap<object, BetterSqlite3.Statement>();
 
@@ -39,7 +37,7 @@ export async function insertNotifications(db: Kysely<Schema>, rows: readonly Not
     const write = handle.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
         const r = rows[i]!;
-        statement.run(r.user_id, r.stream_ordering, r.room_id, r.event_nid, r.actions_json, r.highlight, r.received_ts);
+        statement.run(r.user_id, r.stream_ordering, r.room_id, r.event_nid, r.actions_json, r.highlight, r.received_ts, r.thread_id);
       }
     });
     // In slices, each its own transaction, so that the send path is never held up long.
@@ -125,23 +123,56 @@ export async function pruneNotifications(db: Kysely<Schema>, before: number): Pr
   await db.deleteFrom('push_notifications').where('received_ts', '<', before).execute();
 }
 
-/** Per room, the user's notifications and highlights in that room's range (after, upTo]. */
-export async function countNotifications(
-  db: Kysely<Schema>,
-  userId: string,
-  ranges: readonly { readonly roomId: string; readonly after: number; readonly upTo: number }[],
-): Promise<Map<string, { notifications: number; highlights: number }>> {
-  const out = new Map<string, { notifications: number; highlights: number }>();
-  for (let i = 0; i < ranges.length; i += RANGES_PER_STATEMENT) {
-    const chunk = ranges.slice(i, i + RANGES_PER_STATEMENT);
+/**
+ * A stretch of a room's notifications to count: (after, upTo], of one thread only (`thread`), or of
+ * every thread but some (`except`: those counted from their own receipts).
+ */
+export interface NotificationRange {
+  readonly roomId: string;
+  readonly after: number;
+  readonly upTo: number;
+  readonly thread?: string;
+  readonly except?: readonly string[];
+}
+
+/** Counts per room, per thread ('main' for the main timeline). */
+export type ThreadCounts = Map<string, Map<string, { notifications: number; highlights: number }>>;
+
+/** Parameters per statement at most (each range takes three, and one per thread it names). */
+const PARAMETERS_PER_STATEMENT = 900;
+
+/** Per room and thread, the user's notifications and highlights in the ranges; one statement per few hundred ranges. */
+export async function countNotifications(db: Kysely<Schema>, userId: string, ranges: readonly NotificationRange[]): Promise<ThreadCounts> {
+  const out: ThreadCounts = new Map();
+  for (let i = 0; i < ranges.length; ) {
+    const chunk: NotificationRange[] = [];
+    for (let parameters = 0; i < ranges.length && (chunk.length === 0 || parameters < PARAMETERS_PER_STATEMENT); i++) {
+      const r = ranges[i]!;
+      chunk.push(r);
+      parameters += 3 + (r.thread !== undefined ? 1 : 0) + (r.except?.length ?? 0);
+    }
     const rows = await db
       .selectFrom('push_notifications')
-      .select(['room_id', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('highlight').as('h')])
+      .select(['room_id', 'thread_id', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('highlight').as('h')])
       .where('user_id', '=', userId)
-      .where((eb) => eb.or(chunk.map((r) => eb.and([eb('room_id', '=', r.roomId), eb('stream_ordering', '>', r.after), eb('stream_ordering', '<=', r.upTo)]))))
-      .groupBy('room_id')
+      .where((eb) =>
+        eb.or(
+          chunk.map((r) => {
+            const conditions = [eb('room_id', '=', r.roomId), eb('stream_ordering', '>', r.after), eb('stream_ordering', '<=', r.upTo)];
+            if (r.thread !== undefined) conditions.push(eb('thread_id', '=', r.thread));
+            if (r.except !== undefined && r.except.length > 0) conditions.push(eb('thread_id', 'not in', r.except));
+            return eb.and(conditions);
+          }),
+        ),
+      )
+      .groupBy(['room_id', 'thread_id'])
       .execute();
-    for (const r of rows) out.set(r.room_id, { notifications: Number(r.n), highlights: Number(r.h ?? 0) });
+    for (const r of rows) {
+      let threads = out.get(r.room_id);
+      if (threads === undefined) out.set(r.room_id, (threads = new Map()));
+      const known = threads.get(r.thread_id);
+      threads.set(r.thread_id, { notifications: Number(r.n) + (known?.notifications ?? 0), highlights: Number(r.h ?? 0) + (known?.highlights ?? 0) });
+    }
   }
   return out;
 }

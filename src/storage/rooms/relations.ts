@@ -3,6 +3,8 @@
 
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../schema.js';
+import type { JsonObject } from '../../protocol/json.js';
+import { relationOf, THREAD } from '../../protocol/relations.js';
 
 export interface NewRelation {
   readonly eventNid: number;
@@ -241,4 +243,69 @@ export async function threadsOfRoom(db: Kysely<Schema>, roomNid: number, before:
   if (before !== undefined) query = query.having(sql<number>`max(r.stream_ordering)`, '<', before);
   const rows = await query.orderBy(sql`max(r.stream_ordering)`, 'desc').limit(limit).execute();
   return rows.map((r) => ({ root: r.relates_to, latestPosition: Number(r.latest) }));
+}
+
+/** The thread ID of the main timeline (receipts, notification counts). */
+export const MAIN_THREAD = 'main';
+/** Relations followed at most from an event to one in a thread (the spec recommends 3 hops). */
+const THREAD_HOPS = 3;
+
+/**
+ * The thread each event is in: the root of its m.thread relation, else the thread of the event it
+ * relates to, following relations up to 3 hops; 'main' when none leads to a thread. One statement
+ * per hop, for all the events together.
+ */
+export function threadsOf(db: Kysely<Schema>, eventIds: readonly string[]): Promise<Map<string, string>> {
+  return threadsReading(db, eventIds, THREAD_HOPS + 1);
+}
+
+/** As threadsOf, reading at most `reads` relations from each event (its own first). */
+async function threadsReading(db: Kysely<Schema>, eventIds: readonly string[], reads: number): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  // Per event asked, the event whose relation is read next.
+  let pending = new Map<string, string[]>();
+  for (const id of new Set(eventIds)) pending.set(id, [id]);
+  for (let read = 0; read < reads && pending.size > 0; read++) {
+    const ids = [...pending.keys()];
+    const found = new Map<string, { relatesTo: string; relType: string }>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await db
+        .selectFrom('events as e')
+        .innerJoin('event_relations as r', 'r.event_nid', 'e.event_nid')
+        .select(['e.event_id', 'r.relates_to', 'r.rel_type'])
+        .where('e.event_id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const r of rows) found.set(r.event_id, { relatesTo: r.relates_to, relType: r.rel_type });
+    }
+    const next = new Map<string, string[]>();
+    for (const [id, askers] of pending) {
+      const rel = found.get(id);
+      if (rel !== undefined && rel.relType === THREAD) for (const a of askers) out.set(a, rel.relatesTo);
+      else if (rel !== undefined) next.set(rel.relatesTo, [...(next.get(rel.relatesTo) ?? []), ...askers]);
+    }
+    pending = next;
+  }
+  for (const id of eventIds) if (!out.has(id)) out.set(id, MAIN_THREAD);
+  return out;
+}
+
+/**
+ * The thread of each event, from its content when that tells (an m.thread relation, or none: the
+ * main timeline), else from the event it relates to (threadsOf). No statement when no event
+ * relates to another through a relation other than m.thread.
+ */
+export async function threadsOfEvents(db: Kysely<Schema>, events: readonly { readonly eventId: string; readonly content: JsonObject }[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const parents = new Map<string, string>();
+  for (const e of events) {
+    const rel = relationOf(e.content);
+    if (rel === undefined) out.set(e.eventId, MAIN_THREAD);
+    else if (rel.relType === THREAD) out.set(e.eventId, rel.eventId);
+    else parents.set(e.eventId, rel.eventId);
+  }
+  if (parents.size > 0) {
+    const threads = await threadsReading(db, [...parents.values()], THREAD_HOPS);
+    for (const [id, parent] of parents) out.set(id, threads.get(parent) ?? MAIN_THREAD);
+  }
+  return out;
 }

@@ -298,3 +298,86 @@ const TEXT_SEARCH_CONFIGS: Readonly<Record<string, string>> = {
   nep: 'nepali', nor: 'norwegian', por: 'portuguese', rum: 'romanian', ron: 'romanian', rus: 'russian', srp: 'serbian',
   spa: 'spanish', swe: 'swedish', tam: 'tamil', tur: 'turkish', yid: 'yiddish',
 };
+
+/**
+ * Edited messages (client-server API, "Event replacements"): an edited message is found by the
+ * text its newest valid edit gives it (`m.new_content.body`; an edit by its sender, of the same
+ * type, of a message that is no edit itself), not by its old text: clients show search results
+ * with the edit applied, and a hit on words no longer shown would puzzle. The edit events
+ * themselves are not indexed (their "* …" body would be a second hit for one message). So each
+ * message keeps one document, under its own event, at the position of the version indexed; when
+ * that edit is redacted, the message is indexed again by the version before it.
+ */
+export async function currentVersions(db: Kysely<Schema>, originalNids: readonly number[]): Promise<SearchDocument[]> {
+  if (originalNids.length === 0) return [];
+  const originals = await db
+    .selectFrom('events')
+    .select(['event_nid', 'event_id', 'room_nid', 'type', 'sender', 'json', 'stream_ordering', 'redacted_by', 'state_key'])
+    .where('event_nid', 'in', [...new Set(originalNids)])
+    .where('status', '=', 'timeline')
+    .where('type', '=', 'm.room.message')
+    .execute();
+  const live = originals.filter((o) => o.redacted_by === null && o.stream_ordering !== null && o.state_key === null);
+  if (live.length === 0) return [];
+  // The originals' edits still standing (a redacted one has no relation row any more); an
+  // original that is itself an edit takes none.
+  const relations = await db
+    .selectFrom('event_relations')
+    .select(['event_nid', 'event_id', 'relates_to', 'sender', 'type', 'origin_server_ts', 'stream_ordering'])
+    .where((eb) => eb.or([eb('relates_to', 'in', live.map((o) => o.event_id)), eb('event_nid', 'in', live.map((o) => o.event_nid))]))
+    .where('rel_type', '=', 'm.replace')
+    .execute();
+  const isEdit = new Set(relations.map((r) => Number(r.event_nid)));
+  const newest = new Map<string, (typeof relations)[number]>();
+  for (const o of live) {
+    if (isEdit.has(Number(o.event_nid))) continue;
+    for (const r of relations) {
+      if (r.relates_to !== o.event_id || r.sender !== o.sender || r.type !== o.type) continue;
+      const best = newest.get(o.event_id);
+      if (best === undefined || Number(r.origin_server_ts) > Number(best.origin_server_ts) || (Number(r.origin_server_ts) === Number(best.origin_server_ts) && r.event_id > best.event_id)) newest.set(o.event_id, r);
+    }
+  }
+  const editNids = [...newest.values()].map((r) => Number(r.event_nid));
+  const editJson = new Map<number, string>();
+  if (editNids.length > 0) {
+    for (const r of await db.selectFrom('events').select(['event_nid', 'json']).where('event_nid', 'in', editNids).execute()) editJson.set(Number(r.event_nid), r.json);
+  }
+  const body = (json: string | undefined, path: 'edit' | 'own'): string | undefined => {
+    if (json === undefined) return undefined;
+    const content = (JSON.parse(json) as { content?: Record<string, unknown> }).content;
+    const source = path === 'edit' ? content?.['m.new_content'] : content;
+    const value = typeof source === 'object' && source !== null ? (source as Record<string, unknown>)['body'] : undefined;
+    return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+  };
+  const docs: SearchDocument[] = [];
+  for (const o of live) {
+    if (isEdit.has(Number(o.event_nid))) continue;
+    const edit = newest.get(o.event_id);
+    const value = edit !== undefined ? body(editJson.get(Number(edit.event_nid)), 'edit') : body(o.json, 'own');
+    if (value === undefined) continue;
+    const position = Number(edit !== undefined ? edit.stream_ordering : o.stream_ordering);
+    docs.push({ position, eventNid: Number(o.event_nid), roomNid: Number(o.room_nid), sender: o.sender, type: o.type, key: 'content.body', value });
+  }
+  return docs;
+}
+
+/** The events (nids) whose documents were indexed at these positions (by the version there). */
+export async function documentsAt(db: Kysely<Schema>, positions: readonly number[]): Promise<number[]> {
+  if (positions.length === 0) return [];
+  const rows = await db.selectFrom('event_search').select('event_nid').where('position', 'in', [...positions]).execute();
+  return rows.map((r) => Number(r.event_nid));
+}
+
+/** Replaces the documents of the events `docs` are for (and drops those of `events` without one). */
+export async function replaceDocuments(db: Kysely<Schema>, dialect: DialectName, config: string, events: readonly number[], docs: readonly SearchDocument[]): Promise<void> {
+  const nids = [...new Set([...events, ...docs.map((d) => d.eventNid)])];
+  if (nids.length === 0) return;
+  await db.transaction().execute(async (trx) => {
+    const old = (await trx.selectFrom('event_search').select('position').where('event_nid', 'in', nids).execute()).map((r) => Number(r.position));
+    if (old.length > 0) {
+      await trx.deleteFrom('event_search').where('position', 'in', old).execute();
+      if (dialect === 'sqlite') await sql`delete from event_search_fts where rowid in (${sql.join(old)})`.execute(trx);
+    }
+  });
+  await indexDocuments(db, dialect, config, docs);
+}

@@ -65,3 +65,34 @@ export async function ownReadPositions(
   }
   return out;
 }
+
+/**
+ * Per room, per thread of the user's read receipts ('' unthreaded, 'main', or a thread root), the
+ * events-stream position of the latest event they point at (public or private, whichever is ahead).
+ */
+export async function ownReadPositionsByThread(
+  db: Kysely<Schema>,
+  userId: string,
+  roomIds: readonly string[],
+  receiptTypes: readonly string[],
+): Promise<Map<string, Map<string, number>>> {
+  const out = new Map<string, Map<string, number>>();
+  for (let i = 0; i < roomIds.length; i += IDS_PER_STATEMENT) {
+    const rows = await db
+      .selectFrom('receipts as r')
+      .innerJoin('events as e', 'e.event_id', 'r.event_id')
+      .select(['r.room_id', 'r.thread_id', (eb) => eb.fn.max('e.stream_ordering').as('position')])
+      .where('r.user_id', '=', userId)
+      .where('r.room_id', 'in', roomIds.slice(i, i + IDS_PER_STATEMENT))
+      .where('r.receipt_type', 'in', receiptTypes)
+      .groupBy(['r.room_id', 'r.thread_id'])
+      .execute();
+    for (const r of rows) {
+      if (r.position === null) continue;
+      let threads = out.get(r.room_id);
+      if (threads === undefined) out.set(r.room_id, (threads = new Map()));
+      threads.set(r.thread_id, Number(r.position));
+    }
+  }
+  return out;
+}

@@ -36,6 +36,8 @@ export interface PushNotificationsTable {
   /** 1 when the actions highlight. */
   highlight: number;
   received_ts: number;
+  /** The event's thread: its root's event id, or 'main' for the main timeline (migration 024). */
+  thread_id: string;
 }
 
 /** Tokens a user hands to a third party to prove who they are (federation openid/userinfo). */
