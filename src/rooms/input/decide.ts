@@ -75,6 +75,18 @@ function sameSet(a: readonly string[], b: readonly EventRef[]): boolean {
   return a.every((id) => ids.has(id));
 }
 
+/**
+ * v12: the room's create event, which no event cites: the head's, or before the head has state (a
+ * join's answer) the one in the state given for the event.
+ */
+function createOf(head: RoomHead, g: { readonly stateOverride?: ReadonlyMap<StateKey, StoredEvent> }): RoomEvent | undefined {
+  if (!head.version.createEventRoomId) return undefined;
+  const held = v12Create(head);
+  if (held !== undefined) return held;
+  const given = g.stateOverride?.get(stateKey('m.room.create', ''));
+  return given === undefined ? undefined : authRoomEventOf(given);
+}
+
 /** What every unit deciding `c` holds, whatever the decision. */
 function unitBase(head: RoomHead, c: Candidate, redactedBy: string | undefined, backward: PersistEvent['backward']) {
   return {
@@ -112,7 +124,7 @@ export async function decideReceived(deps: DecideDeps, head: RoomHead, c: Candid
   const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
   const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
   if (!listed.allowed) return refuse('rejected', listed.reason, null, null);
-  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, v12Create(head)), version);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, createOf(head, g)), version);
   if (!byAuthEvents.allowed) return refuse('rejected', byAuthEvents.reason, null, null);
 
   // 5. The state before the event. What the checks against the head read is loaded first.
@@ -230,7 +242,7 @@ export async function decideBackfilled(deps: DecideDeps, head: RoomHead, c: Cand
   const authEvents = [...g.authEvents.values()].map(authRoomEventOf);
   const listed = checkAuthEventsList(c.event, authEvents, version, { isRejected: (id) => g.authEvents.get(id)?.status === 'rejected' });
   if (!listed.allowed) return reject(listed.reason, null);
-  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, v12Create(head)), version);
+  const byAuthEvents = checkEventAuth(c.event, authStateFromEvents(authEvents, createOf(head, g)), version);
   if (!byAuthEvents.allowed) return reject(byAuthEvents.reason, null);
 
   // 5. The state before the event: its prev events' states, or the origin's answer for a gap.

@@ -92,6 +92,8 @@ export async function receiveJoinAnswer(
   if (held !== undefined && held.version.id !== version.id) throw bad(`version ${version.id}, but the room here is of version ${held.version.id}`);
   const room = held ?? (await core.newRemoteHead(roomId, version, create.event.sender, create.pdu.origin_server_ts));
 
+  // v12: no event cites the create event, but each is checked with it (the room id names it).
+  const v12CreateOf = version.createEventRoomId ? create.event : undefined;
   // 3. Auth events first: an order in which every event comes after those of its auth events
   // the answer holds.
   const stored = await core.reader.events([...byId.keys()]);
@@ -102,7 +104,7 @@ export async function receiveJoinAnswer(
   for (const c of authOrder(byId)) {
     if (stored.has(c.ref.eventId)) continue;
     const auth = referenceIds(c.pdu.auth_events).flatMap((id) => seen.get(id) ?? []);
-    const unit = outlier(room, c, auth);
+    const unit = outlier(room, c, auth, v12CreateOf);
     outliers.push(unit);
     seen.set(c.ref.eventId, { event: c.event, status: unit.status });
     if (outliers.length >= WRITE_SLICE) {

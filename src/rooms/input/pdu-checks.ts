@@ -49,6 +49,8 @@ interface Pending {
   /** What the signatures and the reference hash cover (signableEventText). */
   readonly signable: string;
   readonly requests: KeyRequest[];
+  /** The room the PDU must be of, when the caller named one. */
+  readonly roomId: string | undefined;
 }
 
 function drop(reason: string): DroppedPdu {
@@ -84,7 +86,7 @@ function prepare(item: ReceivedPdu): Pending | DroppedPdu {
     }
     if (!any) return drop(`signatures: no signature from ${server}`);
   }
-  return { pdu, version, signable, requests };
+  return { pdu, version, signable, requests, roomId: item.options?.roomId };
 }
 
 /** Checks 2 (second half) and 3, once the keys are known. */
@@ -98,7 +100,10 @@ function finish(p: Pending, found: FoundKeys): PduCheckResult {
   const redacted = !checkContentHash(p.pdu, version);
   const pdu = redacted ? redactEvent(p.pdu, version) : p.pdu;
   const eventId = eventIdFromSignable(pdu, signable, version);
-  return { ok: true, pdu, eventId, event: toRoomEvent(pdu, eventId, version), redacted };
+  const event = toRoomEvent(pdu, eventId, version);
+  // 1, for a v12 create event: the room it names is its own id (the format check could not know it).
+  if (p.roomId !== undefined && event.room_id !== p.roomId) return drop(`room_id: the event is for ${event.room_id}, not ${p.roomId}`);
+  return { ok: true, pdu, eventId, event, redacted };
 }
 
 /** The requests of every pending PDU, one per key: the latest `validAt` asked for each. */

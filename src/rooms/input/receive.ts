@@ -488,7 +488,13 @@ export interface AuthEventSeen {
 }
 
 /** An event known without its state: checked against its own auth events only (check 4). */
-export function outlier(head: RoomHead, c: Candidate, authEvents: readonly (StoredEvent | AuthEventSeen)[]): PersistEvent {
+export function outlier(
+  head: RoomHead,
+  c: Candidate,
+  authEvents: readonly (StoredEvent | AuthEventSeen)[],
+  /** v12: the room's create event, when the head does not hold it yet (a join's answer). */
+  create: RoomEvent | undefined = v12Create(head),
+): PersistEvent {
   const version: RoomVersion = head.version;
   const auth = authEvents.map((e) => ('event' in e ? e.event : roomEventOf(e)));
   const statuses = new Map(auth.map((e, i) => [e.event_id, authEvents[i]!.status]));
@@ -496,7 +502,7 @@ export function outlier(head: RoomHead, c: Candidate, authEvents: readonly (Stor
   const listed = checkAuthEventsList(c.event, auth, version, { isRejected: (id) => statuses.get(id) === 'rejected' });
   if (!listed.allowed) reason = listed.reason;
   else {
-    const allowed = checkEventAuth(c.event, authStateFromEvents(auth, v12Create(head)), version);
+    const allowed = checkEventAuth(c.event, authStateFromEvents(auth, create), version);
     if (!allowed.allowed) reason = allowed.reason;
   }
   return {
