@@ -280,15 +280,18 @@ export function roomCreator(
 export function roomCreators(createEvent: RoomEvent | undefined, version: RoomVersion): ReadonlySet<string> | undefined {
   if (!version.privilegedCreators || createEvent === undefined) return undefined;
   let creators = creatorsByEvent.get(createEvent);
-  if (creators === undefined) {
-    const set = new Set<string>([createEvent.sender]);
-    const more = createEvent.content.additional_creators;
-    if (Array.isArray(more)) for (const u of more) if (typeof u === 'string' && isUserId(u, { allowNonCompliant: true })) set.add(u);
-    creatorsByEvent.set(createEvent, (creators = set));
-  }
+  if (creators === undefined) creatorsByEvent.set(createEvent, (creators = creatorsOf(createEvent.sender, createEvent.content)));
   return creators;
 }
 const creatorsByEvent = new WeakMap<RoomEvent, ReadonlySet<string>>();
+
+/** v12 creators from a create event's sender and content alone (for readers without a RoomEvent). */
+export function creatorsOf(sender: string, content: JsonObject): ReadonlySet<string> {
+  const set = new Set<string>([sender]);
+  const more = content.additional_creators;
+  if (Array.isArray(more)) for (const u of more) if (typeof u === 'string' && isUserId(u, { allowNonCompliant: true })) set.add(u);
+  return set;
+}
 
 /** The levels in force given the power_levels and create events of a state (either may be absent). */
 // Parsed levels per power_levels event object and room version (and v12 create event): authorization

@@ -68,6 +68,13 @@ for (const { backend, skip } of await serverBackends()) {
       assert.equal(rejoin.status, 403);
     });
 
+    test("the creator's @room notifies though she is not listed in power levels", async () => {
+      const before = (await bob.sync({ timeout: 0 })).rooms.join[roomId].unread_notifications.highlight_count ?? 0;
+      await alice.send(roomId, { msgtype: 'm.text', body: 'everyone!', 'm.mentions': { room: true } });
+      const after = (await bob.sync({ timeout: 0 })).rooms.join[roomId].unread_notifications.highlight_count;
+      assert.equal(after, before + 1);
+    });
+
     test('sync shows the room with its hashed id', async () => {
       const synced = await bob.sync({ timeout: 0 });
       const room = synced.rooms.join[roomId];

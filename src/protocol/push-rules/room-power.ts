@@ -8,13 +8,16 @@ export interface SenderPower {
   readonly notificationPowerLevels?: Readonly<Record<string, unknown>>;
 }
 
-/** A reader of the sender's power from the room's power-levels content (undefined: none set). */
-export function senderPowerIn(powerLevels: JsonObject | undefined): (sender: string) => SenderPower {
+/**
+ * A reader of the sender's power from the room's power-levels content (undefined: none set), and
+ * in a v12 room its creators (infinite power).
+ */
+export function senderPowerIn(powerLevels: JsonObject | undefined, creators?: ReadonlySet<string>): (sender: string) => SenderPower {
   const users = isJsonObject(powerLevels?.['users']) ? (powerLevels['users'] as JsonObject) : {};
   const usersDefault = typeof powerLevels?.['users_default'] === 'number' ? powerLevels['users_default'] : 0;
   const notifications = isJsonObject(powerLevels?.['notifications']) ? (powerLevels['notifications'] as JsonObject) : undefined;
   return (sender) => {
-    const level = users[sender];
+    const level = creators?.has(sender) === true ? Infinity : users[sender];
     return {
       senderPowerLevel: typeof level === 'number' ? level : usersDefault,
       ...(notifications !== undefined ? { notificationPowerLevels: notifications } : {}),
