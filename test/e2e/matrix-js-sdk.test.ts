@@ -212,6 +212,22 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(fresh.exchanges.filter((e) => e.status >= 400), []);
     });
 
+    test('a room of version 12: its id names no server; bob joins it and a message arrives', async () => {
+      const created = await alice.client.createRoom({ preset: sdk.Preset.PublicChat, name: 'Hydra', room_version: '12' });
+      const hydra = created.room_id;
+      assert.match(hydra, /^![A-Za-z0-9_-]{43}$/);
+      await waitUntil(alice, () => alice.client.getRoom(hydra)?.getMyMembership() === sdk.KnownMembership.Join, "alice's v12 room");
+      assert.equal(alice.client.getRoom(hydra)!.getVersion(), '12');
+      await bob.client.joinRoom(hydra);
+      await waitUntil(bob, () => bob.client.getRoom(hydra)?.getMyMembership() === sdk.KnownMembership.Join, "bob's join of the v12 room");
+      const arrives = liveEvent(bob, hydra, (e) => e.getType() === 'm.room.message', 'the v12 message');
+      const sent = await alice.client.sendTextMessage(hydra, 'Hello, hydra');
+      assert.equal((await arrives).getId(), sent.event_id);
+      // The creator's power is infinite, so she is not listed.
+      const levels = bob.client.getRoom(hydra)!.currentState.getStateEvents('m.room.power_levels', '')!.getContent();
+      assert.deepEqual(levels['users'], {});
+    });
+
     test('no request any of the clients made was refused', () => {
       const failed = started.flatMap((c) => c.exchanges.filter((e) => e.status === 0 || e.status >= 400).map((e) => ({ user: c.userId, ...e })));
       // Requests cut short by stopping a client are not failures of the server.
