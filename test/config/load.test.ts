@@ -181,7 +181,7 @@ describe('bad values name their key path', () => {
     ['media_api:\n  thumbnail_sizes:\n    - {height: 32, method: crop}\n', 'media_api.thumbnail_sizes[0].width: is required'],
     ['media_api:\n  thumbnail_sizes: [7]\n', 'media_api.thumbnail_sizes[0]: must be a mapping (thumbnail size), got 7'],
     ['sync_api:\n  search:\n    language: English\n', 'sync_api.search.language: must be a language code such as "en", got "English"'],
-    ['room_server:\n  default_room_version: 12\n', 'room_server.default_room_version: must be one of 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, got 12'],
+    ['room_server:\n  default_room_version: 13\n', 'room_server.default_room_version: must be one of 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, got 13'],
     ['federation_api:\n  key_perspectives:\n    - server_name: matrix.org\n      keys:\n        - key_id: auto\n          public_key: Noi6WqcDj0QmPxCNQqgezwTlBKrfqehY1u2FyWP9uYw\n', 'federation_api.key_perspectives[0].keys[0].key_id: must be ed25519:<name>, got "auto"'],
     ['federation_api:\n  key_perspectives:\n    - server_name: matrix.org\n      keys:\n        - key_id: ed25519:auto\n          public_key: abc\n', 'federation_api.key_perspectives[0].keys[0].public_key: must be the unpadded base64 of a 32-byte key, got "abc"'],
     ['federation_api:\n  send_max_retries: many\n', 'federation_api.send_max_retries: must be a non-negative integer, got "many"'],
