@@ -12,10 +12,7 @@
 // and kept until the room's state changes. Sync's unread counts evaluate the same rules on their own (sync/unread.ts), so that
 // they are never behind the timeline they come with.
 
-import { isHashedRoomId } from '../protocol/ids.js';
-import { creatorsOf } from '../protocol/power-levels.js';
 import type { Kysely } from 'kysely';
-import type { JsonObject } from '../protocol/json.js';
 import { evaluatePushRules, senderPowerIn, type PushRuleSet, type SenderPower } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import type { StoredEvent } from '../rooms/stored-event.js';
@@ -233,18 +230,8 @@ export class PushActions {
       });
     }
     const members = local.map((r) => ({ userId: r.user_id, since: Number(r.stream_ordering), displayName: this.names.get(Number(r.event_nid)) ?? null }));
-    let powerLevels: JsonObject | undefined;
-    let creators: ReadonlySet<string> | undefined;
-    if (members.length > 0) {
-      const state = await reader.stateSubsetOfSnapshot(snapshotNid, 'm.room.power_levels', ['']);
-      powerLevels = [...state.values()][0]?.pdu.content;
-      // v12 (a room id without a server): the creators' power is infinite, and they are not listed.
-      if (isHashedRoomId(roomId)) {
-        const create = [...(await reader.stateSubsetOfSnapshot(snapshotNid, 'm.room.create', [''])).values()][0];
-        if (create !== undefined) creators = creatorsOf(create.sender, create.pdu.content);
-      }
-    }
-    const facts = { members, memberCount: Number(room.joined_members), senderPower: senderPowerIn(powerLevels, creators) };
+    const senderPower = members.length > 0 ? await reader.senderPowerAt(snapshotNid, roomId) : senderPowerIn(undefined);
+    const facts = { members, memberCount: Number(room.joined_members), senderPower };
     this.facts.delete(roomId);
     if (this.facts.size >= ROOM_FACTS_CACHE) this.facts.delete(this.facts.keys().next().value as string);
     this.facts.set(roomId, { snapshotNid, facts });

@@ -10,6 +10,9 @@
 
 import type { Kysely } from 'kysely';
 import type { Pdu, StateKey } from '../protocol/events.js';
+import { isHashedRoomId } from '../protocol/ids.js';
+import { creatorsOf } from '../protocol/power-levels.js';
+import { senderPowerIn, type SenderPower } from '../protocol/push-rules/index.js';
 import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import type { Schema } from '../storage/schema.js';
 import {
@@ -368,6 +371,16 @@ export class RoomReader {
       if (e !== undefined) out.set(key, e);
     }
     return out;
+  }
+
+  /**
+   * Who may notify how (push rules' sender power) by a snapshot's power levels; in a v12 room (an
+   * id without a server) its creators' power is infinite, though they are never listed.
+   */
+  async senderPowerAt(snapshotNid: number, roomId: string): Promise<(sender: string) => SenderPower> {
+    const [levels] = (await this.stateSubsetOfSnapshot(snapshotNid, 'm.room.power_levels', [''])).values();
+    const [create] = isHashedRoomId(roomId) ? (await this.stateSubsetOfSnapshot(snapshotNid, 'm.room.create', [''])).values() : [];
+    return senderPowerIn(levels?.pdu.content, create === undefined ? undefined : creatorsOf(create.sender, create.pdu.content));
   }
 
   /** Of a snapshot's state, the events of one type with the given state keys (e.g. some members). */

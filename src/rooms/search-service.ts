@@ -16,7 +16,7 @@ import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { parseSearchRequest } from '../protocol/search.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
-import { REPLACE } from '../protocol/relations.js';
+import { relationOf, REPLACE } from '../protocol/relations.js';
 import { currentVersions, documentsAt, indexableAfter, indexDocuments, replaceDocuments, SEARCHED_FIELDS, textSearchConfig, unindexEvents, type IndexableRow, type SearchDocument } from '../storage/search/event-search.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
@@ -78,9 +78,8 @@ export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocume
 
 /** The event an edit replaces (an m.replace relation with m.new_content), if it is one. */
 function editedBy(content: JsonObject): string | undefined {
-  const rel = content['m.relates_to'];
-  if (!isJsonObject(rel) || rel['rel_type'] !== REPLACE || typeof rel['event_id'] !== 'string') return undefined;
-  return isJsonObject(content['m.new_content']) ? rel['event_id'] : undefined;
+  const rel = relationOf(content);
+  return rel?.relType === REPLACE && isJsonObject(content['m.new_content']) ? rel.eventId : undefined;
 }
 
 export class SearchService {

@@ -14,14 +14,14 @@
 // 7. each member's tags and m.direct entries for the old room carried to the new one, for the
 //    upgrading user now and for others when they join it (RoomUpgrades.joined).
 
-import { isUserId } from '../protocol/ids.js';
 import type { Kysely } from 'kysely';
 import { stateKey, toRoomEvent } from '../protocol/events.js';
 import { HearthError } from '../protocol/errors.js';
+import { isUserId } from '../protocol/ids.js';
 import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import { parsePowerLevels, powerLevelsFromEvents, requiredPowerLevelForEvent, userPowerLevel, type PowerLevels } from '../protocol/power-levels.js';
 import { redactEvent } from '../protocol/redaction.js';
-import { getRoomVersion } from '../protocol/room-versions.js';
+import { getRoomVersion, type RoomVersion } from '../protocol/room-versions.js';
 import { moveAliases } from '../storage/rooms/aliases.js';
 import { roomById, setRoomPublic } from '../storage/rooms/rooms.js';
 import type { Schema } from '../storage/schema.js';
@@ -90,22 +90,21 @@ export class RoomUpgrades {
     const newVersion = body['new_version'];
     if (newVersion === undefined || newVersion === null) throw new HearthError(400, 'M_MISSING_PARAM', 'Missing params: new_version');
     // As the reference server: anything that names no version this server knows, a number included.
-    if (typeof newVersion !== 'string' || getRoomVersion(newVersion) === undefined) {
-      throw new HearthError(400, 'M_UNSUPPORTED_ROOM_VERSION', 'Your homeserver does not support this room version');
-    }
+    const target = typeof newVersion === 'string' ? getRoomVersion(newVersion) : undefined;
+    if (target === undefined) throw new HearthError(400, 'M_UNSUPPORTED_ROOM_VERSION', 'Your homeserver does not support this room version');
     // Creators beside the upgrading user, where the new version has them (ignored otherwise).
     const more = body['additional_creators'];
     if (more !== undefined && (!Array.isArray(more) || !more.every((u) => typeof u === 'string' && isUserId(u)))) {
       throw HearthError.invalidParam('additional_creators must be a list of user IDs');
     }
-    const additionalCreators = getRoomVersion(newVersion)!.privilegedCreators ? [...new Set((more ?? []) as string[])].filter((u) => u !== actor.userId) : [];
-    const key = JSON.stringify([actor.userId, newVersion, additionalCreators]);
+    const additionalCreators = target.privilegedCreators ? [...new Set((more ?? []) as string[])].filter((u) => u !== actor.userId) : [];
+    const key = JSON.stringify([actor.userId, target.id, additionalCreators]);
     const under = this.running.get(roomId);
     if (under !== undefined) {
       if (under.key === key) return under.answer;
       throw new HearthError(400, 'M_UNKNOWN', 'Another upgrade of this room is under way');
     }
-    const answer = this.run(actor, roomId, newVersion, additionalCreators);
+    const answer = this.run(actor, roomId, target, additionalCreators);
     this.running.set(roomId, { key, answer });
     try {
       return await answer;
@@ -133,7 +132,7 @@ export class RoomUpgrades {
     return found ?? undefined;
   }
 
-  private async run(actor: Actor, oldRoomId: string, newVersion: string, additionalCreators: readonly string[]): Promise<{ replacement_room: string }> {
+  private async run(actor: Actor, oldRoomId: string, target: RoomVersion, additionalCreators: readonly string[]): Promise<{ replacement_room: string }> {
     const { rooms, db } = this.deps;
     const room = await rooms.reader.roomInfo(oldRoomId);
     if (room === undefined) throw HearthError.notFound(`Unknown room id ${oldRoomId}`);
@@ -155,7 +154,6 @@ export class RoomUpgrades {
     if (oldCreate['m.federate'] === false) creationContent['m.federate'] = false;
     if (typeof oldCreate['type'] === 'string') creationContent['type'] = oldCreate['type'];
     if (additionalCreators.length > 0) creationContent['additional_creators'] = [...additionalCreators];
-    const target = getRoomVersion(newVersion)!;
 
     // 3. The state copied, power levels first (createRoom sends them before the rest).
     const original = integerPowerLevels(plEvent?.pdu.content ?? {}, levels);
@@ -189,7 +187,7 @@ export class RoomUpgrades {
     const oldRow = await roomById(db, oldRoomId);
     const published = oldRow !== undefined && oldRow.is_public !== 0;
     const { roomId: newRoomId } = await rooms.createRoom(actor, {
-      roomVersion: newVersion,
+      roomVersion: target.id,
       creationContent,
       initialState,
       // Every preset event is in the copied state, bar guest access when the old room had none

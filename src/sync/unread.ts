@@ -11,10 +11,8 @@
 // `unread_thread_notifications` is given the main timeline's counts and each thread's apart;
 // otherwise the sum of all, as the reference server does.
 
-import { isHashedRoomId } from '../protocol/ids.js';
-import { creatorsOf } from '../protocol/power-levels.js';
 import type { Kysely } from 'kysely';
-import { isJsonObject, type JsonObject } from '../protocol/json.js';
+import { isJsonObject } from '../protocol/json.js';
 import { defaultPushRules, evaluatePushRules, senderPowerIn, type PushContext, type PushRuleSet } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
@@ -270,23 +268,12 @@ export class UnreadCounter {
     facts: RoomFacts | undefined,
     events: readonly StoredEvent[],
   ): Promise<(sender: string) => PushContext> {
-    let powerLevels: JsonObject | undefined;
     const wantsPower = events.some((e) => {
       const mentions = e.pdu.content['m.mentions'];
       return isJsonObject(mentions) && mentions['room'] === true;
     });
-    let creators: ReadonlySet<string> | undefined;
-    if (wantsPower && facts?.snapshotNid !== undefined) {
-      const state = await this.reader.stateSubsetOfSnapshot(facts.snapshotNid, 'm.room.power_levels', ['']);
-      powerLevels = [...state.values()][0]?.pdu.content;
-      // v12 (a room id without a server): the creators' power is infinite, and they are not listed.
-      const roomId = events[0]?.roomId;
-      if (roomId !== undefined && isHashedRoomId(roomId)) {
-        const create = [...(await this.reader.stateSubsetOfSnapshot(facts.snapshotNid, 'm.room.create', [''])).values()][0];
-        if (create !== undefined) creators = creatorsOf(create.sender, create.pdu.content);
-      }
-    }
-    const power = senderPowerIn(powerLevels, creators);
+    const power =
+      wantsPower && facts?.snapshotNid !== undefined ? await this.reader.senderPowerAt(facts.snapshotNid, events[0]!.roomId) : senderPowerIn(undefined);
     const members = facts?.joinedMembers ?? 0;
     return (sender) => ({ userId, roomMemberCount: members, ...power(sender) });
   }

@@ -5,10 +5,10 @@
 // room is this server's to judge, by what it knows of those rooms. It names one of its own users
 // and signs the join.
 
-import { powerLevelsFromEvents, userPowerLevel } from '../../protocol/power-levels.js';
 import type { RoomEvent } from '../../protocol/events.js';
 import { isUserOf } from '../../protocol/ids.js';
 import { isJsonObject } from '../../protocol/json.js';
+import { powerLevelsFromEvents, userPowerLevel } from '../../protocol/power-levels.js';
 import { serverJoinedNow } from '../../storage/rooms/for-servers.js';
 import { isJoinedTo } from '../../storage/rooms/memberships.js';
 import { roomById } from '../../storage/rooms/rooms.js';
