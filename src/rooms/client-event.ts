@@ -6,10 +6,14 @@
 // signatures, auth and prev events, depth), with event_id and the same unsigned.
 
 import type { JsonObject } from '../protocol/json.js';
+import { OWN_JSON } from '../protocol/json-text.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { StoredEvent } from './stored-event.js';
 
 export interface ClientEvent {
+  /** Served unredacted in client format: the stored event its text is cached for (writeClientEvent). */
+  [FROM]?: StoredEvent;
+  [OWN_JSON]?: (self: ClientEvent) => string | undefined;
   event_id: string;
   type: string;
   content: JsonObject;
@@ -37,6 +41,8 @@ export interface ClientEventOptions {
   /** Aggregations of the events relating to this one (unsigned["m.relations"]). */
   readonly relations?: JsonObject;
 }
+
+const FROM: unique symbol = Symbol('from');
 
 /** Unsigned keys a redacted event keeps. */
 const REDACTED_UNSIGNED_KEYS = ['replaces_state'];
@@ -73,7 +79,58 @@ export function toClientEvent(e: StoredEvent, options: ClientEventOptions): Clie
   if (e.stateKey !== undefined) out.state_key = e.stateKey;
   // Redactions carry `redacts` at the top level in every room version (v11 also in content).
   if (e.type === 'm.room.redaction' && e.redacts !== undefined) out.redacts = e.redacts;
+  if (!redacted) {
+    out[FROM] = e;
+    out[OWN_JSON] = writeClientEvent;
+  }
   return out;
+}
+
+/**
+ * The JSON text of every key but `unsigned`, without the closing brace, per stored event: with
+ * room_id and without (sync). Kept while the event is (the event cache holds it).
+ */
+const heads = new WeakMap<StoredEvent, string>();
+const headsWithoutRoom = new WeakMap<StoredEvent, string>();
+
+/**
+ * An unredacted client event's JSON: its cached head and its unsigned. Undefined, and so written
+ * in full, when the object no longer is what toClientEvent made of its stored event.
+ */
+function writeClientEvent(ev: ClientEvent): string | undefined {
+  const e = ev[FROM];
+  if (e === undefined) return undefined;
+  const withRoom = ev.room_id !== undefined;
+  const redacts = e.type === 'm.room.redaction' ? e.redacts : undefined;
+  const keys = 6 + (withRoom ? 1 : 0) + (e.stateKey !== undefined ? 1 : 0) + (redacts !== undefined ? 1 : 0);
+  let n = 0;
+  for (const _ in ev) n++;
+  if (
+    n !== keys ||
+    ev.event_id !== e.eventId ||
+    ev.type !== e.type ||
+    ev.content !== e.pdu.content ||
+    ev.sender !== e.sender ||
+    ev.origin_server_ts !== e.originServerTs ||
+    (withRoom && ev.room_id !== e.roomId) ||
+    ev.state_key !== e.stateKey ||
+    ev.redacts !== redacts ||
+    typeof ev.unsigned !== 'object' ||
+    ev.unsigned === null
+  ) {
+    return undefined;
+  }
+  const cache = withRoom ? heads : headsWithoutRoom;
+  let head = cache.get(e);
+  if (head === undefined) {
+    const fixed: Omit<ClientEvent, 'unsigned'> = { event_id: e.eventId, type: e.type, content: e.pdu.content, sender: e.sender, origin_server_ts: e.originServerTs };
+    if (withRoom) fixed.room_id = e.roomId;
+    if (e.stateKey !== undefined) fixed.state_key = e.stateKey;
+    if (redacts !== undefined) fixed.redacts = redacts;
+    head = JSON.stringify(fixed).slice(0, -1);
+    cache.set(e, head);
+  }
+  return `${head},"unsigned":${JSON.stringify(ev.unsigned)}}`;
 }
 
 /** The stripped form of a state event (invite and knock state). */

@@ -434,7 +434,8 @@ export class RoomReader {
     const relations = await bundledAggregations(this, events, options);
     return events.map((e) => {
       const redaction = e.redactedBy === undefined ? undefined : redactions.get(e.redactedBy);
-      const bundled = relations.get(e.eventId);
+      const bundled = relations.size === 0 ? undefined : relations.get(e.eventId);
+      if (redaction === undefined && bundled === undefined && pruned?.has(e.nid) !== true) return toClientEvent(e, options);
       return toClientEvent(e, {
         ...options,
         ...(redaction !== undefined ? { redactedBecause: toClientEvent(redaction, options) } : {}),

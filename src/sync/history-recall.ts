@@ -9,7 +9,7 @@
 import type { Kysely } from 'kysely';
 import { stateKey } from '../protocol/events.js';
 import { positionOf, type StoredEvent } from '../rooms/stored-event.js';
-import { canSeeEvent, stateChanges, type VisibilityHistory } from '../rooms/visibility.js';
+import { stateChanges, type VisibilityHistory } from '../rooms/visibility.js';
 import { StatesBefore } from '../rooms/visibility-at.js';
 import { readSnapshotSubset } from '../storage/rooms/state-snapshots.js';
 import type { Schema } from '../storage/schema.js';
@@ -56,7 +56,7 @@ export class HistoryRecall {
       history = this.histories.get(roomNid)!;
     }
     await this.before.load([e]);
-    return canSeeEvent(history, this.before.visibilityEvent(e, positionOf(e)), this.userId);
+    return this.before.canSee(history, e, positionOf(e));
   }
 
   /** Of these state events of one room, the nids of those that are its current state (one read per event type). */

@@ -10,16 +10,16 @@ import type { RoomCore } from '../core.js';
 import type { RoomEventFilter } from '../../protocol/filters.js';
 import { byStreamOrder, isServed, positionOf, type StoredEvent } from '../stored-event.js';
 import { encodeTimelineToken } from '../tokens.js';
-import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import type { VisibilityHistory } from '../visibility.js';
 import { roomAccess, requireHistoryAccess } from './access.js';
 import { StatesBefore } from '../visibility-at.js';
 import { loadVisibilityHistory } from './history.js';
 import { ignoresNobody, lazyMembers, type IgnoredUsersOf } from './messages.js';
 import { paginate } from './paginate.js';
 
-async function visible(statesBefore: StatesBefore, history: VisibilityHistory, e: StoredEvent, userId: string): Promise<boolean> {
+async function visible(statesBefore: StatesBefore, history: VisibilityHistory, e: StoredEvent): Promise<boolean> {
   await statesBefore.load([e]);
-  return canSeeEvent(history, statesBefore.visibilityEvent(e, positionOf(e)), userId);
+  return statesBefore.canSee(history, e, positionOf(e));
 }
 
 export async function visibleEvent(core: RoomCore, actor: Actor, roomId: string, eventId: string, needsHistoryAccess: boolean, ignoredUsers: IgnoredUsersOf) {
@@ -29,7 +29,7 @@ export async function visibleEvent(core: RoomCore, actor: Actor, roomId: string,
   if (event === undefined || event.roomId !== roomId || !isServed(event)) throw HearthError.notFound('Event not found');
   const [history, ignored] = await Promise.all([loadVisibilityHistory(core.db, access.room.nid, actor.userId), ignoredUsers(actor.userId)]);
   const statesBefore = new StatesBefore(core.db, actor.userId);
-  if (!(await visible(statesBefore, history, event, actor.userId))) throw HearthError.notFound('Event not found');
+  if (!(await visible(statesBefore, history, event))) throw HearthError.notFound('Event not found');
   if (event.stateKey === undefined && ignored.has(event.sender)) throw HearthError.notFound('Event not found');
   return { access, event, history, statesBefore, ignored };
 }

@@ -6,7 +6,7 @@
 import { compileEventFilter, type RoomEventFilter } from '../../protocol/filters.js';
 import type { RoomReader } from '../reader.js';
 import { positionOf, type StoredEvent } from '../stored-event.js';
-import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import type { VisibilityHistory } from '../visibility.js';
 import type { StatesBefore } from '../visibility-at.js';
 
 export interface PageRequest {
@@ -73,7 +73,7 @@ export async function paginate(reader: RoomReader, req: PageRequest): Promise<Pa
       cursor = req.dir === 'b' ? position - 1 : position;
       if (filter !== undefined && !filter.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
       matched = true;
-      const visible = req.seesAll === true || canSeeEvent(req.history, req.statesBefore.visibilityEvent(e, position), req.userId);
+      const visible = req.seesAll === true || req.statesBefore.canSee(req.history, e, position);
       const ignored = e.stateKey === undefined && req.ignored?.has(e.sender) === true;
       if (visible && !ignored) {
         events.push(e);

@@ -13,7 +13,7 @@ import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
 import { isServed, positionOf, type StoredEvent } from '../stored-event.js';
 import { decodeTimelineToken, encodeTimelineToken } from '../tokens.js';
-import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import type { VisibilityHistory } from '../visibility.js';
 import { StatesBefore } from '../visibility-at.js';
 import { requireHistoryAccess, roomAccess } from './access.js';
 import { visibleEvent } from './events.js';
@@ -46,7 +46,7 @@ async function seen(core: RoomCore, userId: string, history: VisibilityHistory, 
   const served = events.filter((e) => isServed(e) && !(e.stateKey === undefined && ignored.has(e.sender)));
   const statesBefore = new StatesBefore(core.db, userId);
   await statesBefore.load(served);
-  return served.filter((e) => canSeeEvent(history, statesBefore.visibilityEvent(e, positionOf(e)), userId));
+  return served.filter((e) => statesBefore.canSee(history, e, positionOf(e)));
 }
 
 export async function eventRelations(core: RoomCore, actor: Actor, roomId: string, eventId: string, req: RelationsRequest, ignoredUsers: IgnoredUsersOf): Promise<RelationsPage> {

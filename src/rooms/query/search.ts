@@ -13,7 +13,7 @@ import type { ClientEvent } from '../client-event.js';
 import type { RoomCore } from '../core.js';
 import { positionOf, type StoredEvent } from '../stored-event.js';
 import { encodeTimelineToken } from '../tokens.js';
-import { canSeeEvent, type VisibilityHistory } from '../visibility.js';
+import type { VisibilityHistory } from '../visibility.js';
 import { StatesBefore } from '../visibility-at.js';
 import { loadVisibilityHistories } from './history.js';
 import type { IgnoredUsersOf } from './messages.js';
@@ -130,7 +130,7 @@ export async function searchRoomEvents(
       if (e === undefined || e.redactedBy !== undefined || e.streamOrdering === undefined) continue;
       if (!matcher.matches({ type: e.type, sender: e.sender, room_id: e.roomId, content: e.pdu.content })) continue;
       if (e.stateKey === undefined && ignored.has(e.sender)) continue;
-      if (!canSeeEvent(historyOf(e.roomNid), statesBefore.visibilityEvent(e, positionOf(e)), userId)) continue;
+      if (!statesBefore.canSee(historyOf(e.roomNid), e, positionOf(e))) continue;
       kept.push({ hit, event: e });
       if (kept.length >= limit) break;
     }
