@@ -1,6 +1,6 @@
 // GET /notifications (client API, "Listing notifications"): the events that notified the user,
 // newest first, with the actions their push rules gave them and whether the user has read them
-// (their read receipt in the room is at or past the event). `from` is the position to continue
+// (their unthreaded read receipt in the room, or the one for the event's thread, is at or past it). `from` is the position to continue
 // before, as the previous page's `next_token` gave it.
 
 import type { Kysely } from 'kysely';
@@ -10,7 +10,7 @@ import type { ClientEvent } from '../rooms/client-event.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { notificationsBefore } from '../storage/push/notifications.js';
 import type { Schema } from '../storage/schema.js';
-import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
+import { ownReadPositionsByThread, READ_RECEIPT_TYPES, readThrough } from '../storage/sync/memberships.js';
 
 
 export interface NotificationJson {
@@ -38,7 +38,7 @@ export async function listNotifications(
   }
   const rows = await notificationsBefore(deps.db, viewer.userId, { before, limit: options.limit, onlyHighlight: options.onlyHighlight });
   const events = await deps.reader.eventsByNids(rows.map((r) => r.event_nid));
-  const read = await ownReadPositions(deps.db, viewer.userId, [...new Set(rows.map((r) => r.room_id))], READ_RECEIPT_TYPES);
+  const read = await ownReadPositionsByThread(deps.db, viewer.userId, [...new Set(rows.map((r) => r.room_id))], READ_RECEIPT_TYPES);
   const notifications: NotificationJson[] = [];
   const kept = rows.filter((r) => events.has(r.event_nid));
   const served = await deps.reader.clientEvents(kept.map((r) => events.get(r.event_nid)!), { now: deps.now(), viewer });
@@ -46,7 +46,7 @@ export async function listNotifications(
     notifications.push({
       actions: JSON.parse(r.actions_json) as JsonValue[],
       event: served[i]!,
-      read: (read.get(r.room_id) ?? -1) >= r.stream_ordering,
+      read: readThrough(read.get(r.room_id), r.thread_id) >= r.stream_ordering,
       room_id: r.room_id,
       ts: r.received_ts,
     });

@@ -10,8 +10,8 @@ import { isJsonObject, type JsonObject } from '../protocol/json.js';
 import type { PushAction } from '../protocol/push-rules/index.js';
 import type { RoomReader } from '../rooms/reader.js';
 import { deletePusher, listPushers, type PusherRow } from '../storage/accounts/pushers.js';
-import { latestNotificationPerRoom, notificationsAfter, savePusherProgress, startNewPushers, allPushers, type NotificationRow } from '../storage/push/notifications.js';
-import { ownReadPositions, READ_RECEIPT_TYPES } from '../storage/sync/memberships.js';
+import { latestNotificationPerThread, notificationsAfter, savePusherProgress, startNewPushers, allPushers, type NotificationRow } from '../storage/push/notifications.js';
+import { ownReadPositionsByThread, READ_RECEIPT_TYPES, readThrough } from '../storage/sync/memberships.js';
 import type { Schema } from '../storage/schema.js';
 import type { ServiceHttp } from '../appservice/service-api.js';
 import { notifyBody, type NotifyEvent, type NotifyFacts } from './payload.js';
@@ -285,13 +285,21 @@ export class PushSender {
     };
   }
 
-  /** Rooms where the user has notifications after their read receipt. */
+  /** Rooms where the user has notifications after the read receipt of their thread (or an unthreaded one). */
   private async unreadRooms(userId: string): Promise<number> {
-    const latest = await latestNotificationPerRoom(this.options.db, userId);
+    const latest = await latestNotificationPerThread(this.options.db, userId);
     if (latest.size === 0) return 0;
-    const read = await ownReadPositions(this.options.db, userId, [...latest.keys()], READ_RECEIPT_TYPES);
+    const read = await ownReadPositionsByThread(this.options.db, userId, [...latest.keys()], READ_RECEIPT_TYPES);
     let n = 0;
-    for (const [roomId, position] of latest) if (position > (read.get(roomId) ?? 0)) n++;
+    for (const [roomId, threads] of latest) {
+      const receipts = read.get(roomId);
+      for (const [thread, position] of threads) {
+        if (position > readThrough(receipts, thread)) {
+          n++;
+          break;
+        }
+      }
+    }
     return n;
   }
 }

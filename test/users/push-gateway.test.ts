@@ -225,6 +225,47 @@ for (const { backend, skip } of await serverBackends()) {
       assert.deepEqual(both.counts, { unread: 2 });
     });
 
+    test('threaded receipts: each notification is read by its own thread, and so is the badge', async () => {
+      const other = (await call(alice, 'GET', '/joined_rooms'))['joined_rooms'].find((r: string) => r !== room) as string;
+      const latest = async (roomId: string) => (await call(alice, 'GET', `/rooms/${enc(roomId)}/messages?dir=b&limit=1`))['chunk'][0]['event_id'] as string;
+      const receipt = (roomId: string, eventId: string, body: object = {}) => call(alice, 'POST', `/rooms/${enc(roomId)}/receipt/m.read/${enc(eventId)}`, body);
+      await receipt(other, await latest(other));
+      await receipt(room, await latest(room));
+      const inThread = (root: string, body: string) => send(bob, room, { msgtype: 'm.text', body, 'm.relates_to': { rel_type: 'm.thread', event_id: root } });
+      const pushedFor = (eventId: string) => until(`the push of ${eventId}`, () => gateway.to('alice-full').find((n) => n.event_id === eventId));
+      const readFlags = async () => {
+        const list = await call(alice, 'GET', '/notifications?limit=50');
+        return new Map<string, boolean>(list.notifications.map((n: any) => [n.event.event_id, n.read]));
+      };
+
+      const root = await send(bob, room, { msgtype: 'm.text', body: 'a thread starts' });
+      const t1 = await inThread(root, 'in the thread');
+      const m1 = await send(bob, room, { msgtype: 'm.text', body: 'and the main timeline' });
+      assert.deepEqual((await pushedFor(m1)).counts, { unread: 1 });
+
+      // Reading the thread up to t1 reads t1 only, though it comes after the root.
+      await receipt(room, t1, { thread_id: root });
+      let read = await readFlags();
+      assert.deepEqual([read.get(root), read.get(t1), read.get(m1)], [false, true, false]);
+      await receipt(room, m1, { thread_id: 'main' });
+      read = await readFlags();
+      assert.deepEqual([read.get(root), read.get(t1), read.get(m1)], [true, true, true]);
+
+      // The main timeline is read past t2, the thread is not: the room is still unread.
+      const t2 = await inThread(root, 'the thread goes on');
+      const m2 = await send(bob, room, { msgtype: 'm.text', body: 'main goes on' });
+      await pushedFor(m2);
+      await receipt(room, m2, { thread_id: 'main' });
+      read = await readFlags();
+      assert.deepEqual([read.get(t2), read.get(m2)], [false, true]);
+      const elsewhere = await send(carol, other, { msgtype: 'm.text', body: 'meanwhile, elsewhere' });
+      assert.deepEqual((await pushedFor(elsewhere)).counts, { unread: 2 });
+      // An unthreaded receipt reads every thread.
+      await receipt(room, m2);
+      read = await readFlags();
+      assert.equal(read.get(t2), true);
+    });
+
     test('an ignored sender and a notice push nothing', async () => {
       await call(carol, 'POST', `/join/${enc(room)}`, {});
       const before = gateway.to('alice-full').length;

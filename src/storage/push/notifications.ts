@@ -81,15 +81,21 @@ export async function notificationsBefore(
   return rows.map(numeric);
 }
 
-/** Per room the user was ever notified in: the position of the latest notification. */
-export async function latestNotificationPerRoom(db: Kysely<Schema>, userId: string): Promise<Map<string, number>> {
+/** Per room and thread the user was ever notified in: the position of the latest notification. */
+export async function latestNotificationPerThread(db: Kysely<Schema>, userId: string): Promise<Map<string, Map<string, number>>> {
   const rows = await db
     .selectFrom('push_notifications')
-    .select(['room_id', (eb) => eb.fn.max('stream_ordering').as('position')])
+    .select(['room_id', 'thread_id', (eb) => eb.fn.max('stream_ordering').as('position')])
     .where('user_id', '=', userId)
-    .groupBy('room_id')
+    .groupBy(['room_id', 'thread_id'])
     .execute();
-  return new Map(rows.map((r) => [r.room_id, Number(r.position)]));
+  const out = new Map<string, Map<string, number>>();
+  for (const r of rows) {
+    let threads = out.get(r.room_id);
+    if (threads === undefined) out.set(r.room_id, (threads = new Map()));
+    threads.set(r.thread_id, Number(r.position));
+  }
+  return out;
 }
 
 /** Every pusher, for the sender's start. */

@@ -41,32 +41,6 @@ export async function heroesOfRooms(
 export const READ_RECEIPT_TYPES: readonly string[] = ['m.read', 'm.read.private'];
 
 /**
- * Per room, the events-stream position of the latest event the user's read receipts (public or
- * private, any thread) point at. Rooms without one are absent.
- */
-export async function ownReadPositions(
-  db: Kysely<Schema>,
-  userId: string,
-  roomIds: readonly string[],
-  receiptTypes: readonly string[],
-): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (let i = 0; i < roomIds.length; i += IDS_PER_STATEMENT) {
-    const rows = await db
-      .selectFrom('receipts as r')
-      .innerJoin('events as e', 'e.event_id', 'r.event_id')
-      .select(['r.room_id', (eb) => eb.fn.max('e.stream_ordering').as('position')])
-      .where('r.user_id', '=', userId)
-      .where('r.room_id', 'in', roomIds.slice(i, i + IDS_PER_STATEMENT))
-      .where('r.receipt_type', 'in', receiptTypes)
-      .groupBy('r.room_id')
-      .execute();
-    for (const r of rows) if (r.position !== null) out.set(r.room_id, Number(r.position));
-  }
-  return out;
-}
-
-/**
  * Per room, per thread of the user's read receipts ('' unthreaded, 'main', or a thread root), the
  * events-stream position of the latest event they point at (public or private, whichever is ahead).
  */
@@ -95,4 +69,13 @@ export async function ownReadPositionsByThread(
     }
   }
   return out;
+}
+
+/**
+ * How far a room's thread ('main' or a root) is read, from ownReadPositionsByThread's entry for the
+ * room: its own receipt or an unthreaded one, whichever is further; -1 when neither exists.
+ */
+export function readThrough(receipts: ReadonlyMap<string, number> | undefined, thread: string): number {
+  if (receipts === undefined) return -1;
+  return Math.max(receipts.get('') ?? -1, receipts.get(thread) ?? -1);
 }
