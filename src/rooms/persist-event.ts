@@ -70,6 +70,11 @@ export interface PersistEvent {
   /** The event is stored already as an outlier (ref.nid is its row): its row is updated, not inserted. */
   readonly upgradesOutlier?: boolean;
   /**
+   * Received from another server: events relating to it (an edit, a reaction) may have come first,
+   * as nothing makes them cite it.
+   */
+  readonly received?: boolean;
+  /**
    * For a backfilled event: the position reserved for it before it was decided (a backfill decides
    * history oldest first but numbers it newest first). Without one the writer allocates.
    */

@@ -45,11 +45,16 @@ export interface SearchServiceOptions {
   readonly log: { warn(message: string, details?: object): void };
 }
 
-/** The index documents of a batch, the events its redactions took out, and the events its edits edit. */
-export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocument[]; redacted: string[]; edited: string[] } {
+/**
+ * The index documents of a batch, the events its redactions took out, the events its edits edit,
+ * and its messages that something related to before they were stored (an edit from another server
+ * may come before the message it edits): those are indexed by their newest edit's text.
+ */
+export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocument[]; redacted: string[]; edited: string[]; relatedFirst: number[] } {
   const docs: SearchDocument[] = [];
   const redacted: string[] = [];
   const edited: string[] = [];
+  const relatedFirst: number[] = [];
   for (const r of rows) {
     if (r.type === 'm.room.redaction') {
       if (r.redacts !== null) redacted.push(r.redacts);
@@ -69,11 +74,15 @@ export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocume
       edited.push(edits);
       continue;
     }
+    if (r.type === 'm.room.message' && r.has_relations === 1) {
+      relatedFirst.push(r.event_nid);
+      continue;
+    }
     const value = isJsonObject(content) ? content[key.slice('content.'.length)] : undefined;
     if (typeof value !== 'string' || value.trim() === '') continue;
     docs.push({ position: r.position, eventNid: r.event_nid, roomNid: r.room_nid, sender: r.sender, type: r.type, key, value });
   }
-  return { docs, redacted, edited };
+  return { docs, redacted, edited, relatedFirst };
 }
 
 /** The event an edit replaces (an m.replace relation with m.new_content), if it is one. */
@@ -100,29 +109,30 @@ export class SearchService {
       log: options.log,
       read: (after, limit) => indexableAfter(options.db, after, limit),
       handle: async (rows) => {
-        const { docs, redacted, edited } = documentsOf(rows);
+        const { docs, redacted, edited, relatedFirst } = documentsOf(rows);
         await indexDocuments(options.db, options.dialect, this.config, docs);
         await unindexEvents(options.db, options.dialect, redacted);
-        await this.reindexEdited(edited, redacted);
+        await this.reindexEdited(edited, redacted, relatedFirst);
         this.indexed = rows[rows.length - 1]!.position;
       },
     });
   }
 
   /**
-   * Indexes again, by their newest standing version, the messages edited in a batch and those
-   * whose indexed version was an edit the batch redacted.
+   * Indexes again, by their newest standing version, the messages edited in a batch, those whose
+   * indexed version was an edit the batch redacted, and (`relatedFirst`, by nid) its messages
+   * that had relations when stored.
    */
-  private async reindexEdited(edited: readonly string[], redacted: readonly string[]): Promise<void> {
-    if (edited.length === 0 && redacted.length === 0) return;
+  private async reindexEdited(edited: readonly string[], redacted: readonly string[], relatedFirst: readonly number[]): Promise<void> {
+    if (edited.length === 0 && redacted.length === 0 && relatedFirst.length === 0) return;
     const { db, dialect } = this.options;
     const ids = [...new Set([...edited, ...redacted])];
-    const events = await db.selectFrom('events').select(['event_id', 'event_nid', 'stream_ordering']).where('event_id', 'in', ids).execute();
+    const events = ids.length === 0 ? [] : await db.selectFrom('events').select(['event_id', 'event_nid', 'stream_ordering']).where('event_id', 'in', ids).execute();
     const editedSet = new Set(edited);
     const redactedSet = new Set(redacted);
     const originals = events.filter((e) => editedSet.has(e.event_id)).map((e) => Number(e.event_nid));
     const redactedAt = events.filter((e) => redactedSet.has(e.event_id) && e.stream_ordering !== null).map((e) => Number(e.stream_ordering));
-    originals.push(...(await documentsAt(db, redactedAt)));
+    originals.push(...relatedFirst, ...(await documentsAt(db, redactedAt)));
     if (originals.length === 0) return;
     await replaceDocuments(db, dialect, this.config, originals, await currentVersions(db, originals));
   }

@@ -415,11 +415,12 @@ function relatingTo(e: PersistEvent): Relation | undefined {
 
 /**
  * Whether relations to the event may have been stored before it: history fetched later (a
- * backfill, an outlier now placed), which newer reactions and replies can name. A live event
- * comes after its ancestors, and what relates to it is nearly always newer.
+ * backfill, an outlier now placed), which newer reactions and replies can name, and any event
+ * from another server (its edit may come from elsewhere, sooner). What relates to a local event
+ * is always newer.
  */
 function mayBeRelatedAlready(e: PersistEvent): boolean {
-  return e.status === 'timeline' && (e.position === 'backfill' || e.upgradesOutlier === true);
+  return e.status === 'timeline' && (e.position === 'backfill' || e.upgradesOutlier === true || e.received === true);
 }
 
 function eventRow(e: PersistEvent, info: (s: SnapshotRef | null) => SnapshotInfo | null): Required<NewEventRow> {

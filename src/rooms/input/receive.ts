@@ -247,7 +247,7 @@ export class EventReceiver {
         ...(redactedBy !== undefined ? { redactedBy } : {}),
       });
       for (const id of unit.backward?.add ?? []) budget.backward.add(id);
-      const stored = known === undefined ? unit : { ...unit, upgradesOutlier: true };
+      const stored = { ...unit, received: true, ...(known !== undefined ? { upgradesOutlier: true } : {}) };
       // Wrapped: the queue moves on once decided, not once stored.
       return { unit, stored: this.core.writeDecided(head, [stored]) };
     });

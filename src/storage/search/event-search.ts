@@ -26,20 +26,22 @@ export interface IndexableRow {
   readonly redacts: string | null;
   readonly redacted_by: string | null;
   readonly state_key: string | null;
+  /** 1 when something relates to the event (its edits may have been stored before it). */
+  readonly has_relations: number | null;
 }
 
 /** Searchable events and redactions after `after`, in position order, at most `limit`. */
 export async function indexableAfter(db: Kysely<Schema>, after: number, limit: number): Promise<IndexableRow[]> {
   const rows = await db
     .selectFrom('events')
-    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key'])
+    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'])
     .where('stream_ordering', '>', after)
     .where('status', '=', 'timeline')
     .where('type', 'in', [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'])
     .orderBy('stream_ordering')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ ...r, position: Number(r.stream_ordering), event_nid: Number(r.event_nid), room_nid: Number(r.room_nid) }));
+  return rows.map((r) => ({ ...r, position: Number(r.stream_ordering), event_nid: Number(r.event_nid), room_nid: Number(r.room_nid), has_relations: r.has_relations === null ? null : Number(r.has_relations) }));
 }
 
 export interface SearchDocument {
