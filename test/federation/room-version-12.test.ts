@@ -80,6 +80,66 @@ for (const { backend, skip } of await serverBackends()) {
       await eventually(async () => (await messages(hs3, carol)).includes('from alice'), 'history on hs3', ARRIVES_MS);
     });
 
+    test('invites into a v12 room: one joins by the id alone (through the inviter’s server), one rejects', async () => {
+      const dave = await hs2.registerUser('dave', 'dave-password');
+      const erin = await hs2.registerUser('erin', 'erin-password');
+      const created = await call(hs1, alice, 'POST', '/createRoom', { preset: 'private_chat', room_version: '12', name: 'Hydra, private' });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const privateId = created.body!['room_id'] as string;
+      const member = async (of: string) => (await call(hs1, alice, 'GET', `/rooms/${enc(privateId)}/state/m.room.member/${enc(of)}`)).body?.['membership'];
+      // Invite-only: without an invite hs1 refuses dave.
+      assert.equal((await call(hs2, dave, 'POST', `/join/${enc(privateId)}?via=hs1.test`, {})).status, 403);
+      for (const u of [dave, erin]) assert.equal((await call(hs1, alice, 'POST', `/rooms/${enc(privateId)}/invite`, { user_id: u.userId })).status, 200);
+      // The invite arrives with the room's stripped state, the create event's included.
+      const sync = await call(hs2, dave, 'GET', '/sync');
+      const invite = (((sync.body!['rooms'] as JsonObject)['invite'] as JsonObject)[privateId] as JsonObject | undefined);
+      assert.ok(invite !== undefined, 'the invite is in dave’s sync');
+      const stripped = (invite['invite_state'] as JsonObject)['events'] as JsonObject[];
+      assert.ok(stripped.some((e) => e['type'] === 'm.room.name' && (e['content'] as JsonObject)['name'] === 'Hydra, private'));
+      assert.ok(stripped.some((e) => e['type'] === 'm.room.create' && (e['content'] as JsonObject)['room_version'] === '12'));
+      // The id names no server: hs2 goes through the inviter's.
+      const joined = await call(hs2, dave, 'POST', `/join/${enc(privateId)}`, {});
+      assert.equal(joined.status, 200, JSON.stringify(joined.body));
+      assert.equal(await member(dave.userId), 'join');
+      // erin rejects: the leave reaches hs1.
+      const rejected = await call(hs2, erin, 'POST', `/rooms/${enc(privateId)}/leave`, {});
+      assert.equal(rejected.status, 200, JSON.stringify(rejected.body));
+      await eventually(async () => (await member(erin.userId)) === 'leave', 'erin’s rejection on hs1', ARRIVES_MS);
+    });
+
+    test('knocks on a v12 room: one let in by an invite joins, one withdrawn reaches the room', async () => {
+      const frank = await hs2.registerUser('frank', 'frank-password');
+      const gina = await hs2.registerUser('gina', 'gina-password');
+      const created = await call(hs1, alice, 'POST', '/createRoom', {
+        preset: 'private_chat',
+        room_version: '12',
+        name: 'Knock on hydra',
+        initial_state: [{ type: 'm.room.join_rules', state_key: '', content: { join_rule: 'knock' } }],
+      });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const knockId = created.body!['room_id'] as string;
+      const member = async (of: string) => (await call(hs1, alice, 'GET', `/rooms/${enc(knockId)}/state/m.room.member/${enc(of)}`)).body?.['membership'];
+      // The id names no server: a knock needs a via.
+      assert.equal((await call(hs2, frank, 'POST', `/knock/${enc(knockId)}`, {})).status, 404);
+      for (const u of [frank, gina]) {
+        const knocked = await call(hs2, u, 'POST', `/knock/${enc(knockId)}?via=hs1.test`, { reason: 'let me in' });
+        assert.equal(knocked.status, 200, JSON.stringify(knocked.body));
+        assert.equal(await member(u.userId), 'knock');
+      }
+      const sync = await call(hs2, frank, 'GET', '/sync');
+      const knock = ((sync.body!['rooms'] as JsonObject)['knock'] as JsonObject | undefined)?.[knockId] as JsonObject | undefined;
+      assert.ok(knock !== undefined, JSON.stringify(sync.body!['rooms']));
+      // gina thinks better of it while no one of hs2 is in the room: hs1 learns of it.
+      const withdrawn = await call(hs2, gina, 'POST', `/rooms/${enc(knockId)}/leave`, {});
+      assert.equal(withdrawn.status, 200, JSON.stringify(withdrawn.body));
+      await eventually(async () => (await member(gina.userId)) === 'leave', 'gina’s withdrawal on hs1', ARRIVES_MS);
+      // alice lets frank in; he joins by the id alone, through the inviter's server.
+      assert.equal((await call(hs1, alice, 'POST', `/rooms/${enc(knockId)}/invite`, { user_id: frank.userId })).status, 200);
+      const joined = await call(hs2, frank, 'POST', `/join/${enc(knockId)}`, {});
+      assert.equal(joined.status, 200, JSON.stringify(joined.body));
+      assert.equal(await member(frank.userId), 'join');
+    });
+
     test("the creator's infinite power holds on every server", async () => {
       // Bob made admin at 100 still cannot kick alice: hs2 refuses it itself.
       const levels = (await call(hs1, alice, 'GET', `/rooms/${enc(roomId)}/state/m.room.power_levels`)).body!;

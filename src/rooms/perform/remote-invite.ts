@@ -205,22 +205,21 @@ export async function rejectOutOfBand(
   const current = (await head.read([key])).get(key);
   const membership = current?.content['membership'];
   if (current === undefined || (membership !== 'invite' && membership !== 'knock')) throw HearthError.forbidden(`You are not invited to room ${roomId}`);
-  // An invite is withdrawn through the inviter's server, a knock through the room's (a v12 room id
-  // names none: such a knock is withdrawn here alone).
-  const inviterServer = membership === 'invite' ? serverNameOf(tryParseUserId(current.sender)!) : serverNameOf(parseRoomId(roomId));
   const member = { roomId, userId, content: { ...content, membership: 'leave' } };
   let leave: Pdu | undefined;
-  try {
-    if (inviterServer === undefined) throw HearthError.notFound('No server to withdraw through');
-    const made = await port.makeLeave(inviterServer, roomId, userId);
-    const t = made.event;
-    if (made.roomVersion === version.id && t['room_id'] === roomId && t['sender'] === userId && t['state_key'] === userId) {
-      const signed = signOnTemplate(core.build, version, t, member);
-      await port.sendLeave(inviterServer, roomId, signed.eventId, signed.pdu);
-      leave = signed.pdu;
+  for (const server of await withdrawalServers(core, roomId, membership, current.sender, head.stateRefs.get(key)?.eventId)) {
+    try {
+      const made = await port.makeLeave(server, roomId, userId);
+      const t = made.event;
+      if (made.roomVersion === version.id && t['room_id'] === roomId && t['sender'] === userId && t['state_key'] === userId) {
+        const signed = signOnTemplate(core.build, version, t, member);
+        await port.sendLeave(server, roomId, signed.eventId, signed.pdu);
+        leave = signed.pdu;
+        break;
+      }
+    } catch {
+      // The next server; failing all, rejected here alone, below.
     }
-  } catch {
-    // Rejected here alone, below.
   }
   if (leave === undefined) {
     // On the invite (or knock) alone: it is the leave's only prev and auth event.
@@ -229,6 +228,32 @@ export async function rejectOutOfBand(
     leave = signOnTemplate(core.build, version, { depth: ref.depth + 1, prev_events: refs, auth_events: refs } as JsonObject, member).pdu;
   }
   await storeOutOfBand(core, keyRing, roomId, version, leave);
+}
+
+/** Servers asked at most, in turn, to take an invite's rejection or a knock's withdrawal. */
+const MAX_WITHDRAWAL_SERVERS = 3;
+
+/**
+ * Where an out-of-band membership is withdrawn: an invite through the inviter's server; a knock
+ * through the room id's server, then those of the senders of the room state the knock was
+ * answered with, the create event's first (a v12 room id names no server).
+ */
+async function withdrawalServers(core: RoomCore, roomId: string, membership: 'invite' | 'knock', sender: string, eventId: string | undefined): Promise<string[]> {
+  if (membership === 'invite') return [serverNameOf(tryParseUserId(sender)!)];
+  const out = new Set<string>();
+  const own = serverNameOf(parseRoomId(roomId));
+  if (own !== undefined) out.add(own);
+  const knock = eventId === undefined ? undefined : await core.reader.event(eventId);
+  const stripped = knock?.unsigned?.['knock_room_state'];
+  if (Array.isArray(stripped)) {
+    const events = stripped.filter(isJsonObject);
+    for (const e of [...events.filter((e) => e['type'] === 'm.room.create'), ...events]) {
+      const user = typeof e['sender'] === 'string' ? tryParseUserId(e['sender']) : undefined;
+      if (user !== undefined) out.add(serverNameOf(user));
+    }
+  }
+  out.delete(core.serverName);
+  return [...out].slice(0, MAX_WITHDRAWAL_SERVERS);
 }
 
 /** For a user invited out of band: the inviter's server, which is in the room. */
