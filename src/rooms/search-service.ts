@@ -5,7 +5,9 @@
 // events and takes redacted events out. An edited message is found by its newest edit's text
 // rather than its old one, and edits are not indexed themselves (see currentVersions in
 // storage/search/event-search.ts). Started at position 0 on a database without the index, it
-// indexes everything stored before: that is the upgrade path too.
+// indexes everything stored before: that is the upgrade path too. History fetched later (negative
+// positions, which the stream does not reach) waits in a queue the writer fills; the indexer drains
+// it after each batch, at start, and before each search.
 //
 // A search sees what was sent before it: it first waits (up to WAIT_MS) for the indexer to reach
 // the events position current when it arrived.
@@ -17,7 +19,20 @@ import { parseSearchRequest } from '../protocol/search.js';
 import type { DialectName } from '../storage/database.js';
 import type { Schema } from '../storage/schema.js';
 import { relationOf, REPLACE } from '../protocol/relations.js';
-import { currentVersions, documentsAt, indexableAfter, indexDocuments, replaceDocuments, SEARCHED_FIELDS, textSearchConfig, unindexEvents, type IndexableRow, type SearchDocument } from '../storage/search/event-search.js';
+import {
+  currentVersions,
+  dequeueBackfilled,
+  documentsAt,
+  indexableAfter,
+  indexDocuments,
+  queuedBackfill,
+  replaceDocuments,
+  SEARCHED_FIELDS,
+  textSearchConfig,
+  unindexEvents,
+  type IndexableRow,
+  type SearchDocument,
+} from '../storage/search/event-search.js';
 import type { StreamBus } from '../streams/bus.js';
 import { StreamConsumer } from '../streams/consumer.js';
 import type { Actor } from './actor.js';
@@ -109,13 +124,37 @@ export class SearchService {
       log: options.log,
       read: (after, limit) => indexableAfter(options.db, after, limit),
       handle: async (rows) => {
-        const { docs, redacted, edited, relatedFirst } = documentsOf(rows);
-        await indexDocuments(options.db, options.dialect, this.config, docs);
-        await unindexEvents(options.db, options.dialect, redacted);
-        await this.reindexEdited(edited, redacted, relatedFirst);
+        await this.index(rows);
         this.indexed = rows[rows.length - 1]!.position;
+        // Its failures are logged and leave the queue for the next drain, not this batch undone.
+        await this.drainBackfill().catch(() => undefined);
       },
     });
+  }
+
+  private async index(rows: readonly IndexableRow[]): Promise<void> {
+    const { docs, redacted, edited, relatedFirst } = documentsOf(rows);
+    await indexDocuments(this.options.db, this.options.dialect, this.config, docs);
+    await unindexEvents(this.options.db, this.options.dialect, redacted);
+    await this.reindexEdited(edited, redacted, relatedFirst);
+  }
+
+  /** The last drain asked for: each runs after the one before, so each reads the queue as it stands when asked. */
+  private draining: Promise<void> = Promise.resolve();
+  private stopping = false;
+
+  /** Indexes the queued backfilled events, a batch at a time, until the queue is empty. */
+  drainBackfill(): Promise<void> {
+    const run = this.draining.then(async () => {
+      while (!this.stopping) {
+        const { nids, rows } = await queuedBackfill(this.options.db, BATCH);
+        if (nids.length === 0) return;
+        await this.index(rows);
+        await dequeueBackfilled(this.options.db, nids);
+      }
+    });
+    this.draining = run.catch((err: unknown) => this.options.log.warn('search: indexing backfilled events failed', { err }));
+    return run;
   }
 
   /**
@@ -138,11 +177,16 @@ export class SearchService {
   }
 
   async start(): Promise<void> {
-    if (this.options.enabled) await this.consumer.start();
+    if (!this.options.enabled) return;
+    await this.consumer.start();
+    // Not awaited: a long queue (an upgraded database's backfilled history) must not hold up the start.
+    void this.drainBackfill().catch(() => undefined);
   }
 
-  stop(): Promise<void> {
-    return this.consumer.stop();
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.consumer.stop();
+    await this.draining;
   }
 
   /** POST /search. */
@@ -152,9 +196,21 @@ export class SearchService {
     const request = parseSearchRequest(body);
     if (request.roomEvents === undefined) return { search_categories: {} };
     await this.caughtUp(this.options.bus.current().events);
+    await this.backfillCaughtUp();
     const index = { dialect: this.options.dialect, textSearchConfig: this.config };
     const roomEvents = await this.options.rooms.search(actor, index, request.roomEvents, nextBatch);
     return { search_categories: { room_events: roomEvents as unknown as JsonObject } };
+  }
+
+  /** Waits for the backfilled events queued before the search to be indexed, at most WAIT_MS. */
+  private async backfillCaughtUp(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, WAIT_MS)));
+    try {
+      await Promise.race([this.drainBackfill().catch(() => undefined), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Waits until the index holds the events up to `position`, or the indexer has nothing left to read, at most WAIT_MS. */

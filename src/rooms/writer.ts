@@ -22,6 +22,7 @@ import type { EventRef, RoomHead, SnapshotRef } from './head.js';
 import type { PersistEvent } from './persist-event.js';
 import { relationOf, type Relation } from '../protocol/relations.js';
 import { deleteRelationOf, markRelated, relatedAlready, writeRelations, type NewRelation } from '../storage/rooms/relations.js';
+import { isIndexable, queueBackfilled } from '../storage/search/event-search.js';
 
 export interface WriteJob {
   readonly events: readonly PersistEvent[];
@@ -256,6 +257,8 @@ export class EventWriter {
     onStream.forEach((e, rank) => (e.streamOrdering = firstPosition + rank));
     for (const e of events) if (e.upgradesOutlier === true) await upgradeOutlierRow(trx, e.ref.nid!, eventRow(e, info));
     await this.writeRelations(trx, events);
+    // The search indexer follows the events stream: history fetched later waits in its queue.
+    await queueBackfilled(trx, events.flatMap((e) => (e.position === 'backfill' && e.status === 'timeline' && isIndexable(e.pdu.type) ? [e.ref.nid!] : [])));
 
     // State keys new to the server are created at once for the whole batch.
     const keys: StateKey[] = [];

@@ -27,13 +27,14 @@ import { adminRooms } from './021-admin-rooms.js';
 import { pushNotifications } from './022-push-notifications.js';
 import { eventRelations } from './023-event-relations.js';
 import { notificationThreads } from './024-notification-threads.js';
+import { searchBackfill } from './025-search-backfill.js';
 
 export interface HearthMigration {
   readonly name: string;
   up(db: Kysely<unknown>, dialect: DialectName): Promise<void>;
 }
 
-export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications, eventRelations, notificationThreads];
+export const migrations: readonly HearthMigration[] = [accounts, streams, rooms, userData, deviceLists, crossSigningBackup, pushersOpenid, erasedUsers, eventGraph, streamConsumers, serverKeys, inboundTransactions, joinedSince, eduQueues, remoteDeviceLists, appserviceQueues, appserviceEphemeral, media, search, adminUsers, adminRooms, pushNotifications, eventRelations, notificationThreads, searchBackfill];
 
 const MIGRATION_TABLE = 'hearth_migrations';
 

@@ -30,6 +30,57 @@ export interface IndexableRow {
   readonly has_relations: number | null;
 }
 
+const INDEXED_TYPES = [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'];
+
+/** Whether the indexer looks at events of this type: searchable ones and redactions. */
+export function isIndexable(type: string): boolean {
+  return type === 'm.room.redaction' || Object.hasOwn(SEARCHED_FIELDS, type);
+}
+
+/** Queues backfilled events (nids) for the indexer, in the transaction that stores them. */
+export async function queueBackfilled(trx: Kysely<Schema>, nids: readonly number[]): Promise<void> {
+  if (nids.length === 0) return;
+  await trx
+    .insertInto('search_backfill_queue')
+    .values(nids.map((event_nid) => ({ event_nid })))
+    .onConflict((oc) => oc.column('event_nid').doNothing())
+    .execute();
+}
+
+/**
+ * Up to `limit` queued backfilled events: the nids taken from the queue (to dequeue once handled,
+ * whether or not their events still stand) and the timeline events among them as the indexer reads
+ * them, newest first.
+ */
+export async function queuedBackfill(db: Kysely<Schema>, limit: number): Promise<{ nids: number[]; rows: IndexableRow[] }> {
+  const nids = (await db.selectFrom('search_backfill_queue').select('event_nid').orderBy('event_nid').limit(limit).execute()).map((r) => Number(r.event_nid));
+  if (nids.length === 0) return { nids, rows: [] };
+  const rows = await db
+    .selectFrom('events')
+    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'])
+    .where('event_nid', 'in', nids)
+    .where('status', '=', 'timeline')
+    .where('stream_ordering', 'is not', null)
+    .orderBy('stream_ordering', 'desc')
+    .execute();
+  return { nids, rows: rows.map(indexableRow) };
+}
+
+export async function dequeueBackfilled(db: Kysely<Schema>, nids: readonly number[]): Promise<void> {
+  if (nids.length > 0) await db.deleteFrom('search_backfill_queue').where('event_nid', 'in', [...nids]).execute();
+}
+
+type EventsRow = Omit<IndexableRow, 'position' | 'event_nid' | 'room_nid' | 'has_relations'> & {
+  stream_ordering: number | string | null;
+  event_nid: number | string;
+  room_nid: number | string;
+  has_relations: number | string | null;
+};
+
+function indexableRow(r: EventsRow): IndexableRow {
+  return { ...r, position: Number(r.stream_ordering), event_nid: Number(r.event_nid), room_nid: Number(r.room_nid), has_relations: r.has_relations === null ? null : Number(r.has_relations) };
+}
+
 /** Searchable events and redactions after `after`, in position order, at most `limit`. */
 export async function indexableAfter(db: Kysely<Schema>, after: number, limit: number): Promise<IndexableRow[]> {
   const rows = await db
@@ -37,11 +88,11 @@ export async function indexableAfter(db: Kysely<Schema>, after: number, limit: n
     .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'])
     .where('stream_ordering', '>', after)
     .where('status', '=', 'timeline')
-    .where('type', 'in', [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'])
+    .where('type', 'in', INDEXED_TYPES)
     .orderBy('stream_ordering')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ ...r, position: Number(r.stream_ordering), event_nid: Number(r.event_nid), room_nid: Number(r.room_nid), has_relations: r.has_relations === null ? null : Number(r.has_relations) }));
+  return rows.map(indexableRow);
 }
 
 export interface SearchDocument {
