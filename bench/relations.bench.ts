@@ -8,11 +8,11 @@
 //   npm run bench:relations [-- <users> <keys> <replies> <requests>]   (default 100 100 1000 20)
 //
 // The server is a child process started as `npm start` starts it (bench/support/server-child.ts);
-// BENCH_CPU_PROF_DIR=<folder> writes its CPU profile there.
+// BENCH_CPU_PROF_DIR=<folder> writes its CPU profile there, BENCH_ENTRY=<file> runs another build.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { request } from 'undici';
 import { ok, register, type Sender } from './support/accounts.js';
 import { rawClient, type Call } from './support/http-clients.js';
@@ -23,6 +23,7 @@ const KEYS = Number(process.argv[3] ?? 100);
 const REPLIES = Number(process.argv[4] ?? 1_000);
 const REQUESTS = Number(process.argv[5] ?? 20);
 const CONCURRENCY = 16;
+const WARM_UP = 3;
 
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const row = (what: string, value: string) => console.log(`  ${what.padEnd(56)}  ${value}`);
@@ -49,7 +50,12 @@ async function timed(times: number, run: () => Promise<void>): Promise<number[]>
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hearth-bench-relations-'));
   const profile = process.env['BENCH_CPU_PROF_DIR'];
-  const server = await launchServer({ configPath: writeBenchConfig(dataDir, `file:${join(dataDir, 'hearth.db')}`), ...(profile !== undefined ? { cpuProfDir: profile } : {}) });
+  const entry = process.env['BENCH_ENTRY'];
+  const server = await launchServer({
+    configPath: writeBenchConfig(dataDir, `file:${join(dataDir, 'hearth.db')}`),
+    ...(profile !== undefined ? { cpuProfDir: profile } : {}),
+    ...(entry !== undefined ? { entry: resolve(entry) } : {}),
+  });
   try {
     const call: Call = rawClient(server.baseUrl);
     const owner = await register(call, 'owner');
@@ -71,12 +77,14 @@ async function main(): Promise<void> {
 
     // Timed to the response's last byte (the client's own JSON parse is not the server's time),
     // read with undici's request: fetch's web streams alone take some 10 ms to take in 3.4 MB on
-    // loopback. Checked once, parsed.
+    // loopback. Checked once, parsed; then WARM_UP requests untimed, as the first few run code the
+    // JIT has not optimized yet (they take about twice as long).
     const relationsUrl = `${server.baseUrl}/_matrix/client/v1/rooms/${enc(roomId)}/relations/${enc(root)}/m.annotation?limit=${USERS * KEYS}`;
     const headers = { authorization: `Bearer ${owner.token}` };
     const served = (await (await fetch(relationsUrl, { headers })).json()) as { chunk: unknown[] };
     if (served.chunk.length !== USERS * KEYS) throw new Error(`${served.chunk.length} reactions served, ${USERS * KEYS} sent`);
     let bytes = 0;
+    for (let i = 0; i < WARM_UP; i++) await (await request(relationsUrl, { headers })).body.arrayBuffer();
     const all = await timed(REQUESTS, async () => {
       const r = await request(relationsUrl, { headers });
       bytes = (await r.body.arrayBuffer()).byteLength;
@@ -91,7 +99,7 @@ async function main(): Promise<void> {
       await send(owner, 'm.reaction', { 'm.relates_to': { rel_type: 'm.annotation', event_id: root, key: `owner-${Math.random()}` } }, `o${Math.random()}`);
     });
 
-    console.log(`\nRelations on SQLite (${server.how}; ${REQUESTS} requests each)`);
+    console.log(`\nRelations on SQLite (${server.how}; ${REQUESTS} requests each, after ${WARM_UP} untimed for GET /relations)`);
     row(`${fmt(USERS * KEYS, 0)} reactions sent (${CONCURRENCY} at a time)`, `${fmt((USERS * KEYS) / reactSeconds, 0)} /s`);
     row(`${fmt(REPLIES, 0)} thread replies sent`, `${fmt(REPLIES / replySeconds, 0)} /s`);
     row(`GET /relations m.annotation, all ${fmt(USERS * KEYS, 0)} in one request`, `p50 ${fmt(percentile(all, 50))} ms  p99 ${fmt(percentile(all, 99))} ms  (${fmt(bytes / 1e6)} MB)`);

@@ -111,6 +111,10 @@ export class SearchService {
   private readonly config: string;
   /** The position of the last batch indexed. */
   private indexed = 0;
+  /** The drain of the backfill queue running, and the one waiting to run after it. */
+  private drain: Promise<void> | undefined;
+  private nextDrain: Promise<void> | undefined;
+  private stopping = false;
 
   constructor(private readonly options: SearchServiceOptions) {
     this.config = textSearchConfig(options.language);
@@ -126,8 +130,9 @@ export class SearchService {
       handle: async (rows) => {
         await this.index(rows);
         this.indexed = rows[rows.length - 1]!.position;
-        // Its failures are logged and leave the queue for the next drain, not this batch undone.
-        await this.drainBackfill().catch(() => undefined);
+        // Not awaited: a long queue must not hold up the live index. Failures are logged and leave
+        // the queue for the next drain.
+        void this.drainBackfill().catch(() => undefined);
       },
     });
   }
@@ -139,22 +144,39 @@ export class SearchService {
     await this.reindexEdited(edited, redacted, relatedFirst);
   }
 
-  /** The last drain asked for: each runs after the one before, so each reads the queue as it stands when asked. */
-  private draining: Promise<void> = Promise.resolve();
-  private stopping = false;
-
-  /** Indexes the queued backfilled events, a batch at a time, until the queue is empty. */
+  /**
+   * Indexes the queued backfilled events, a batch at a time, until the queue is empty. One drain
+   * runs at a time; a call while one runs waits for the next, which reads the queue as it stands
+   * after the call (calls meanwhile share it).
+   */
   drainBackfill(): Promise<void> {
-    const run = this.draining.then(async () => {
+    if (this.nextDrain !== undefined) return this.nextDrain;
+    const next: Promise<void> = (this.drain ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        this.nextDrain = undefined;
+        this.drain = next;
+        return this.drainQueue();
+      })
+      .finally(() => {
+        if (this.drain === next) this.drain = undefined;
+      });
+    this.nextDrain = next;
+    return next;
+  }
+
+  private async drainQueue(): Promise<void> {
+    try {
       while (!this.stopping) {
         const { nids, rows } = await queuedBackfill(this.options.db, BATCH);
         if (nids.length === 0) return;
         await this.index(rows);
         await dequeueBackfilled(this.options.db, nids);
       }
-    });
-    this.draining = run.catch((err: unknown) => this.options.log.warn('search: indexing backfilled events failed', { err }));
-    return run;
+    } catch (err) {
+      this.options.log.warn('search: indexing backfilled events failed', { err });
+      throw err;
+    }
   }
 
   /**
@@ -186,7 +208,7 @@ export class SearchService {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.consumer.stop();
-    await this.draining;
+    await Promise.allSettled([this.drain, this.nextDrain]);
   }
 
   /** POST /search. */
