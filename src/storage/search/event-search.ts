@@ -31,6 +31,8 @@ export interface IndexableRow {
 }
 
 const INDEXED_TYPES = [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'];
+/** What the indexer reads of an event (IndexableRow). */
+const INDEXABLE_COLUMNS = ['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'] as const;
 
 /** Whether the indexer looks at events of this type: searchable ones and redactions. */
 export function isIndexable(type: string): boolean {
@@ -57,7 +59,7 @@ export async function queuedBackfill(db: Kysely<Schema>, limit: number): Promise
   if (nids.length === 0) return { nids, rows: [] };
   const rows = await db
     .selectFrom('events')
-    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'])
+    .select(INDEXABLE_COLUMNS)
     .where('event_nid', 'in', nids)
     .where('status', '=', 'timeline')
     .where('stream_ordering', 'is not', null)
@@ -66,6 +68,7 @@ export async function queuedBackfill(db: Kysely<Schema>, limit: number): Promise
   return { nids, rows: rows.map(indexableRow) };
 }
 
+/** Takes handled events (nids) out of the queue. */
 export async function dequeueBackfilled(db: Kysely<Schema>, nids: readonly number[]): Promise<void> {
   if (nids.length > 0) await db.deleteFrom('search_backfill_queue').where('event_nid', 'in', [...nids]).execute();
 }
@@ -85,7 +88,7 @@ function indexableRow(r: EventsRow): IndexableRow {
 export async function indexableAfter(db: Kysely<Schema>, after: number, limit: number): Promise<IndexableRow[]> {
   const rows = await db
     .selectFrom('events')
-    .select(['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'])
+    .select(INDEXABLE_COLUMNS)
     .where('stream_ordering', '>', after)
     .where('status', '=', 'timeline')
     .where('type', 'in', INDEXED_TYPES)
