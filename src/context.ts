@@ -210,6 +210,8 @@ export interface Services {
   readonly federationSender: FederationSender | undefined;
   /** The push-rule pass (how far it has evaluated the events stream). */
   readonly pushActions: PushActions;
+  /** Message search and its indexer (how far it has indexed). */
+  readonly search: SearchService;
 }
 
 type AccountHooks = Pick<AccountServiceDeps, 'onDeactivate' | 'onDevicesDeleted' | 'onDeviceChanged' | 'checkUsername'>;
@@ -710,7 +712,7 @@ async function buildParts(
   return {
     parts,
     rateLimitOverrides,
-    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender, pushActions },
+    services: { accounts, rooms: roomService, profiles, accountData, filters, typing, receipts, toDevice, presence, sync, deviceKeys, keyRing, federation: federation?.client, federationSender, pushActions, search },
   };
 }
 

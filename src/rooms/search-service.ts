@@ -224,6 +224,15 @@ export class SearchService {
     return { search_categories: { room_events: roomEvents as unknown as JsonObject } };
   }
 
+  /**
+   * Whether the indexer has handled the events up to `position` (or found nothing more to read) and
+   * no backfill drain runs or waits.
+   */
+  settled(position: number): boolean {
+    const live = Math.max(this.indexed, this.consumer.position) >= position || this.consumer.idle;
+    return live && this.drain === undefined && this.nextDrain === undefined;
+  }
+
   /** Waits for the backfilled events queued before the search to be indexed, at most WAIT_MS. */
   private async backfillCaughtUp(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;

@@ -14,10 +14,15 @@ for (const { backend, skip } of await serverBackends()) {
     const hs = useTestServer({ backend });
 
     test('incremental syncs cost the same in 40 rooms as in 80; initial syncs read in batches', async () => {
-      const { rooms, sync, pushActions } = hs.server.services;
+      const { rooms, sync, pushActions, search } = hs.server.services;
       const db = hs.server.core.db;
-      // The push-rule pass reads and writes as events come: let it finish before a sync is measured.
-      const evaluated = () => eventually(() => (pushActions.window()?.upTo ?? -1) >= hs.server.core.notifier.current().events, 'the push-rule pass catches up');
+      // The push-rule pass and the search indexer read and write as events come, through the same
+      // handle: let them finish before a sync is measured.
+      const evaluated = async () => {
+        const position = hs.server.core.notifier.current().events;
+        await eventually(() => (pushActions.window()?.upTo ?? -1) >= position, 'the push-rule pass catches up');
+        await eventually(() => search.settled(position), 'the search indexer catches up');
+      };
       const heavy = await hs.registerUser('heavy', 'secret');
       const other = await hs.registerUser('other', 'secret');
       const actor = (u: typeof heavy) => ({ userId: u.userId, deviceId: u.deviceId });
