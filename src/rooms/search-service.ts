@@ -80,8 +80,8 @@ export function documentsOf(rows: readonly IndexableRow[]): { docs: SearchDocume
       }
       continue;
     }
-    const key = SEARCHED_FIELDS[r.type];
-    if (key === undefined || r.redacted_by !== null) continue;
+    if (!Object.hasOwn(SEARCHED_FIELDS, r.type) || r.redacted_by !== null) continue;
+    const key = SEARCHED_FIELDS[r.type]!;
     if (r.type !== 'm.room.message' && r.state_key !== '') continue;
     const content = (JSON.parse(r.json) as { content?: unknown }).content;
     const edits = r.type === 'm.room.message' && isJsonObject(content) ? editedBy(content) : undefined;
