@@ -33,6 +33,8 @@ export interface IndexableRow {
 const INDEXED_TYPES = [...Object.keys(SEARCHED_FIELDS), 'm.room.redaction'];
 /** What the indexer reads of an event (IndexableRow). */
 const INDEXABLE_COLUMNS = ['stream_ordering', 'event_nid', 'room_nid', 'type', 'sender', 'json', 'redacts', 'redacted_by', 'state_key', 'has_relations'] as const;
+/** The same but the JSON, which a read of every event takes of the indexable ones only. */
+const INDEXABLE_COLUMNS_BUT_JSON = INDEXABLE_COLUMNS.filter((c) => c !== 'json');
 
 /** Whether the indexer looks at events of this type: searchable ones and redactions. */
 export function isIndexable(type: string): boolean {
@@ -93,7 +95,7 @@ function indexableRow(r: EventsRow): IndexableRow {
 export async function indexableAfter(db: Kysely<Schema>, after: number, limit: number): Promise<IndexableRow[]> {
   const rows = await db
     .selectFrom('events')
-    .select(INDEXABLE_COLUMNS.filter((c) => c !== 'json'))
+    .select(INDEXABLE_COLUMNS_BUT_JSON)
     .select((eb) => eb.case().when('type', 'in', INDEXED_TYPES).then(eb.ref('json')).else('{}').end().as('json'))
     .where('stream_ordering', '>', after)
     .orderBy('stream_ordering')
