@@ -87,6 +87,28 @@ export function procStatusKb(pid: number, field: string): number {
   return match ? Number(match[1]) : NaN;
 }
 
+/** CPU time (user and system) a process has used, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Waits until the process has been idle (under 10% of a core for a second: background work such
+ * as the push-rule pass over what was just sent is done), at most `maxMs`; the ms waited.
+ */
+export async function waitForIdle(pid: number, maxMs = 120_000): Promise<number> {
+  const start = performance.now();
+  let before = cpuMs(pid);
+  while (performance.now() - start < maxMs) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = cpuMs(pid);
+    if (now - before < 100) break;
+    before = now;
+  }
+  return performance.now() - start;
+}
+
 export interface LaunchOptions {
   /** The configuration file the server is started with. */
   readonly configPath: string;

@@ -130,7 +130,17 @@ function writeClientEvent(ev: ClientEvent): string | undefined {
     head = JSON.stringify(fixed).slice(0, -1);
     cache.set(e, head);
   }
-  return `${head},"unsigned":${JSON.stringify(ev.unsigned)}}`;
+  return `${head},"unsigned":${writeUnsigned(ev.unsigned)}}`;
+}
+
+/** JSON.stringify(unsigned), written by hand for the common `{ age }` alone. */
+function writeUnsigned(unsigned: JsonObject): string {
+  let keys = 0;
+  for (const key in unsigned) {
+    if (key !== 'age' || ++keys > 1) return JSON.stringify(unsigned);
+  }
+  const age = unsigned.age;
+  return typeof age === 'number' && Number.isSafeInteger(age) ? `{"age":${age}}` : JSON.stringify(unsigned);
 }
 
 /** The stripped form of a state event (invite and knock state). */
