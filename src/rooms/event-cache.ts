@@ -1,7 +1,7 @@
-// Parsed events kept in memory, least recently used first out, within three bounds: a number of
-// events, an estimate of the memory they hold (global.cache.max_size_estimated; events run from a
-// few hundred bytes to 64 KB, so a count alone bounds nothing) and an age (global.cache.max_age),
-// past which an event is read again.
+// Parsed events kept in memory, least recently used first out (among the older half; see get),
+// within three bounds: a number of events, an estimate of the memory they hold
+// (global.cache.max_size_estimated; events run from a few hundred bytes to 64 KB, so a count alone
+// bounds nothing) and an age (global.cache.max_age), past which an event is read again.
 
 import type { StoredEvent } from './stored-event.js';
 
@@ -16,12 +16,16 @@ export interface EventCacheLimits {
 interface Entry {
   readonly event: StoredEvent;
   readonly at: number;
+  /** When it was last put at the end of the eviction order (EventCache.moves). */
+  moved: number;
 }
 
 export class EventCache {
   private readonly byNid = new Map<number, Entry>();
   private readonly nidById = new Map<string, number>();
   private bytes = 0;
+  /** Entries put at the end of the eviction order so far, added or moved. */
+  private moves = 0;
   private readonly now: () => number;
   /** Lookups by get that found a live event, and that did not (for metrics). */
   hits = 0;
@@ -38,13 +42,20 @@ export class EventCache {
       this.misses++;
       return undefined;
     }
-    this.byNid.delete(nid);
     if (this.now() - entry.at > this.limits.maxAgeMs) {
+      this.byNid.delete(nid);
       this.forget(entry.event);
       this.misses++;
       return undefined;
     }
-    this.byNid.set(nid, entry);
+    // Fewer moves since its own than half the entries: it is among the newer half, which no
+    // eviction reaches before the older half has gone, so it stays where it is. A page of 10,000
+    // events read again then writes nothing to the map.
+    if (this.moves - entry.moved > this.byNid.size >> 1) {
+      this.byNid.delete(nid);
+      this.byNid.set(nid, entry);
+      entry.moved = ++this.moves;
+    }
     this.hits++;
     return entry.event;
   }
@@ -67,7 +78,7 @@ export class EventCache {
     }
     // An event larger than the whole budget is not kept at all.
     if (event.size > this.limits.maxBytes) return;
-    this.byNid.set(event.nid, { event, at: this.now() });
+    this.byNid.set(event.nid, { event, at: this.now(), moved: ++this.moves });
     this.nidById.set(event.eventId, event.nid);
     this.bytes += event.size;
     while (this.byNid.size > this.limits.maxEvents || this.bytes > this.limits.maxBytes) {

@@ -19,6 +19,20 @@ describe('the parsed-event cache', () => {
     assert.equal(cache.nidOf('$e3'), 3);
   });
 
+  test('a read moves an event of the older half to the end of the eviction order, one of the newer half stays', () => {
+    const cache = new EventCache({ maxEvents: 4, maxBytes: 1e9, maxAgeMs: 1e9 });
+    for (const n of [1, 2, 3, 4]) cache.add(event(n));
+    assert.ok(cache.get(1)); // older half: moved behind 4
+    assert.ok(cache.get(3)); // newer half: stays before 4
+    cache.add(event(5));
+    cache.add(event(6));
+    assert.deepEqual(cache.usage.events, 4);
+    // 2 and 3 went first, in the order they were put there; 1, read from the older half, stayed.
+    assert.equal(cache.peek(2), undefined);
+    assert.equal(cache.peek(3), undefined);
+    for (const n of [1, 4, 5, 6]) assert.ok(cache.peek(n), `event ${n} kept`);
+  });
+
   test('keeps at most so many estimated bytes, and nothing larger than all of them', () => {
     const cache = new EventCache({ maxEvents: 100, maxBytes: 1000, maxAgeMs: 1e9 });
     for (const n of [1, 2, 3]) cache.add(event(n, 300));
