@@ -48,10 +48,10 @@ export class EventCache {
       this.misses++;
       return undefined;
     }
-    // Fewer moves since its own than half the entries: it is among the newer half, which no
-    // eviction reaches before the older half has gone, so it stays where it is. A page of 10,000
-    // events read again then writes nothing to the map.
-    if (this.moves - entry.moved > this.byNid.size >> 1) {
+    // Fewer moves since its own than half the entries the cache holds when full: it is among the
+    // newer half, which no eviction reaches before the older half has gone, so it stays where it
+    // is. A page of 10,000 events read again then writes nothing to the map.
+    if (this.moves - entry.moved > this.capacity() / 2) {
       this.byNid.delete(nid);
       this.byNid.set(nid, entry);
       entry.moved = ++this.moves;
@@ -109,6 +109,12 @@ export class EventCache {
   /** How many events, and their estimated bytes. */
   get usage(): { events: number; bytes: number } {
     return { events: this.byNid.size, bytes: this.bytes };
+  }
+
+  /** About how many events the cache holds when full: the count bound, or the byte bound at their mean size. */
+  private capacity(): number {
+    const { maxEvents, maxBytes } = this.limits;
+    return this.bytes <= 0 ? maxEvents : Math.min(maxEvents, (this.byNid.size * maxBytes) / this.bytes);
   }
 
   /** Bookkeeping of an entry already taken out of byNid. */
