@@ -428,8 +428,9 @@ export class RoomReader {
    * (fetched in one batch).
    */
   async clientEvents(events: readonly StoredEvent[], options: Omit<ClientEventOptions, 'redactedBecause' | 'pruned'>): Promise<ClientEvent[]> {
-    const redactionIds = [...new Set(events.flatMap((e) => (e.redactedBy === undefined ? [] : [e.redactedBy])))];
-    const redactions = redactionIds.length === 0 ? new Map<string, StoredEvent>() : await this.events(redactionIds);
+    const redactionIds = new Set<string>();
+    for (const e of events) if (e.redactedBy !== undefined) redactionIds.add(e.redactedBy);
+    const redactions = redactionIds.size === 0 ? new Map<string, StoredEvent>() : await this.events([...redactionIds]);
     const pruned = this.erased.size === 0 ? undefined : await this.erasedFor(events, options.viewer?.userId);
     const relations = await bundledAggregations(this, events, options);
     return events.map((e) => {
