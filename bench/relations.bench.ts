@@ -9,7 +9,8 @@
 //   npm run bench:relations [-- <users> <keys> <replies> <requests>]   (default 100 100 1000 20)
 //
 // The server is a child process started as `npm start` starts it (bench/support/server-child.ts);
-// BENCH_CPU_PROF_DIR=<folder> writes its CPU profile there, BENCH_ENTRY=<file> runs another build.
+// BENCH_CPU_PROF_DIR=<folder> writes its CPU profile there, BENCH_ENTRY=<file> runs another build,
+// BENCH_NODE_FLAGS adds node options after the start script's (e.g. "--max-semi-space-size=16").
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     configPath: writeBenchConfig(dataDir, `file:${join(dataDir, 'hearth.db')}`),
     ...(profile !== undefined ? { cpuProfDir: profile } : {}),
     ...(entry !== undefined ? { entry: resolve(entry) } : {}),
+    nodeFlags: (process.env['BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== ''),
   });
   try {
     const call: Call = rawClient(server.baseUrl);
