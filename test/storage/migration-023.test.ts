@@ -84,7 +84,9 @@ for (const backend of await storageBackends()) {
           ['$e4', 'm.replace', 'm.room.message', null, 4],
         ],
       );
-      assert.deepEqual(await threadSummaries(database.db, ['$e1']), [{ root: '$e1', roomNid: 1, count: 1, latestPosition: 3 }]);
+      assert.deepEqual(await threadSummaries(database.db, ['$e1'], [1]), [{ root: '$e1', roomNid: 1, count: 1, latestPosition: 3 }]);
+      // Relations count only in the room of the event they relate to.
+      assert.deepEqual(await threadSummaries(database.db, ['$e1'], [2]), []);
     });
 
     test('only the event related to is marked', async () => {

@@ -25,6 +25,7 @@ export async function bundledAggregations(
   const targets = events.filter((e) => e.hasRelations === true && e.redactedBy === undefined);
   if (targets.length === 0) return out;
   const ids = targets.map((e) => e.eventId);
+  const rooms = [...new Set(targets.map((e) => e.roomNid))];
   const byId = new Map(targets.map((e) => [e.eventId, e]));
   const relationsOf = (id: string) => {
     let r = out.get(id);
@@ -37,11 +38,11 @@ export async function bundledAggregations(
   const inRoom = (target: string, roomNid: number) => byId.get(target)?.roomNid === roomNid;
 
   // Threads.
-  const threads = (await threadSummaries(reader.db, ids)).filter((t) => inRoom(t.root, t.roomNid));
+  const threads = (await threadSummaries(reader.db, ids, rooms)).filter((t) => inRoom(t.root, t.roomNid));
   if (threads.length > 0) {
     const viewer = options.viewer?.userId;
     const took = viewer === undefined ? new Set<string>() : await threadsWithSender(reader.db, threads.map((t) => t.root), viewer);
-    const latestRows = await threadEventsAt(reader.db, threads.map((t) => t.root), threads.map((t) => t.latestPosition));
+    const latestRows = await threadEventsAt(reader.db, threads.map((t) => t.root), rooms, threads.map((t) => t.latestPosition));
     const latest = await reader.eventsByNids(latestRows.map((r) => r.eventNid));
     const latestOf = new Map(latestRows.filter((r) => inRoom(r.relatesTo, r.roomNid)).map((r) => [r.relatesTo, latest.get(r.eventNid)]));
     for (const t of threads) {
@@ -56,7 +57,7 @@ export async function bundledAggregations(
   }
 
   // Edits and references.
-  const rows = (await editsAndReferences(reader.db, ids)).filter((r) => inRoom(r.relatesTo, r.roomNid));
+  const rows = (await editsAndReferences(reader.db, ids, rooms)).filter((r) => inRoom(r.relatesTo, r.roomNid));
   const edits = new Map<string, (typeof rows)[number]>();
   for (const r of rows) {
     const original = byId.get(r.relatesTo)!;

@@ -161,13 +161,19 @@ export interface ThreadSummaryRow {
   readonly latestPosition: number;
 }
 
-/** Per thread root among `roots`: its events' count and the newest one's position. */
-export async function threadSummaries(db: Kysely<Schema>, roots: readonly string[]): Promise<ThreadSummaryRow[]> {
+// The reads below of what relates to some events name the rooms of those events too: relations
+// count only in the room of the event they relate to, and with the room the target's index is
+// read for one relation type alone (without it, all 10,000 reactions to a message were looked up
+// in the table to find its one edit).
+
+/** Per thread root among `roots` (in `roomNids`): its events' count and the newest one's position. */
+export async function threadSummaries(db: Kysely<Schema>, roots: readonly string[], roomNids: readonly number[]): Promise<ThreadSummaryRow[]> {
   if (roots.length === 0) return [];
   const rows = await db
     .selectFrom('event_relations')
     .select(['relates_to', 'room_nid', sql<number>`count(*)`.as('n'), sql<number>`max(stream_ordering)`.as('latest')])
     .where('relates_to', 'in', roots)
+    .where('room_nid', 'in', roomNids)
     .where('rel_type', '=', 'm.thread')
     .groupBy(['relates_to', 'room_nid'])
     .execute();
@@ -189,25 +195,27 @@ export async function threadsWithSender(db: Kysely<Schema>, roots: readonly stri
 }
 
 /** The thread events of these roots at these positions (each thread's newest, by its position). */
-export async function threadEventsAt(db: Kysely<Schema>, roots: readonly string[], positions: readonly number[]): Promise<RelationRow[]> {
+export async function threadEventsAt(db: Kysely<Schema>, roots: readonly string[], roomNids: readonly number[], positions: readonly number[]): Promise<RelationRow[]> {
   if (positions.length === 0) return [];
   const rows = await db
     .selectFrom('event_relations')
     .selectAll()
     .where('relates_to', 'in', roots)
+    .where('room_nid', 'in', roomNids)
     .where('rel_type', '=', 'm.thread')
     .where('stream_ordering', 'in', positions)
     .execute();
   return rows.map(relationRow);
 }
 
-/** Edits and references of the targets (the aggregations bundled besides threads). */
-export async function editsAndReferences(db: Kysely<Schema>, targets: readonly string[]): Promise<RelationRow[]> {
+/** Edits and references of the targets (in `roomNids`; the aggregations bundled besides threads). */
+export async function editsAndReferences(db: Kysely<Schema>, targets: readonly string[], roomNids: readonly number[]): Promise<RelationRow[]> {
   if (targets.length === 0) return [];
   const rows = await db
     .selectFrom('event_relations')
     .selectAll()
     .where('relates_to', 'in', targets)
+    .where('room_nid', 'in', roomNids)
     .where('rel_type', 'in', ['m.replace', 'm.reference'])
     .orderBy('stream_ordering')
     .execute();
