@@ -135,10 +135,7 @@ function writeClientEvent(ev: ClientEvent): string | undefined {
 
 /** JSON.stringify(unsigned), written by hand for the common `{ age }` alone. */
 function writeUnsigned(unsigned: JsonObject): string {
-  let keys = 0;
-  for (const key in unsigned) {
-    if (key !== 'age' || ++keys > 1) return JSON.stringify(unsigned);
-  }
+  for (const key in unsigned) if (key !== 'age') return JSON.stringify(unsigned);
   const age = unsigned.age;
   return typeof age === 'number' && Number.isSafeInteger(age) ? `{"age":${age}}` : JSON.stringify(unsigned);
 }
