@@ -8,7 +8,7 @@ import { answerClientError } from './client-error.js';
 import { CORS_HEADERS } from './cors.js';
 import { type Charge, RateLimitError, type RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
-import { mountPaths } from './prefixes.js';
+import { canonicalUrl, routerPaths } from './prefixes.js';
 import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
@@ -78,7 +78,8 @@ async function authorizeServer(
   for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'authorization') authorization.push(raw[i + 1]!);
   if (authorization.length === 0) throw new HearthError(401, 'M_UNAUTHORIZED', 'Missing X-Chat or X-Matrix authorization');
   if (authenticate === undefined) throw new HearthError(401, 'M_UNAUTHORIZED', 'This server does not accept requests from other servers');
-  return authenticate({ method: route.method, uri: req.raw.url ?? req.url, authorization, content });
+  // The URI as the other server sent and signed it, not as rewritten for the router.
+  return authenticate({ method: route.method, uri: req.originalUrl, authorization, content });
 }
 
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE'];
@@ -200,6 +201,8 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     bodyLimit: jsonBodyLimit,
     // Matrix paths carry ids with ':' and '!' and may end with an empty state key.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
+    // Routes are mounted under the spec's names; `/_matrix/...` and the like are routed as those.
+    rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
     // Errors the router meets before any hook runs (a malformed percent-encoding, an overlong
     // parameter) get the spec's error shape and CORS headers too.
     frameworkErrors: (err, req, reply) => sendError(req, reply, err),
@@ -245,7 +248,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   for (const route of routes) {
     const fromServer = routeAuth(route) === 'server';
     const streaming = route.body === 'stream';
-    for (const url of mountPaths(route)) {
+    for (const url of routerPaths(route)) {
       let methods = methodsByPath.get(url);
       if (!methods) methodsByPath.set(url, (methods = new Set()));
       if (!routeByUrl.has(url)) routeByUrl.set(url, route);

@@ -67,13 +67,13 @@ export class RequestLogController extends LogController {
 
   override incomingRequest(request: FastifyRequest): void {
     if (!debugEnabled(request.log)) return;
-    request.log.debug({ method: request.method, url: loggableUrl(request.url), remoteAddress: this.addressOf(request) }, 'incoming request');
+    request.log.debug({ method: request.method, url: loggableUrl(request.originalUrl), remoteAddress: this.addressOf(request) }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const status = reply.statusCode;
     if (error) {
-      reply.log.error({ method: request.method, url: loggableUrl(request.url), statusCode: status, err: error }, 'request errored');
+      reply.log.error({ method: request.method, url: loggableUrl(request.originalUrl), statusCode: status, err: error }, 'request errored');
       return;
     }
     if (status >= 400) {
@@ -82,7 +82,7 @@ export class RequestLogController extends LogController {
       const user = noted[USER];
       const line: Record<string, unknown> = {
         method: request.method,
-        url: loggableUrl(request.url),
+        url: loggableUrl(request.originalUrl),
         statusCode: status,
         errcode: notes.errcode,
         error: notes.error,
@@ -97,7 +97,7 @@ export class RequestLogController extends LogController {
     }
     if (!debugEnabled(reply.log)) return;
     reply.log.debug(
-      { method: request.method, url: loggableUrl(request.url), statusCode: status, responseTime: reply.elapsedTime },
+      { method: request.method, url: loggableUrl(request.originalUrl), statusCode: status, responseTime: reply.elapsedTime },
       'request completed',
     );
   }
