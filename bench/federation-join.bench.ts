@@ -31,7 +31,7 @@ import { enc, request } from '../test/e2e/support/client.js';
 import { startFederationNet } from '../test/support/federation-net.js';
 import type { TestUser } from '../test/support/server.js';
 import type { ResidentCommand, ResidentInit, ResidentMessage, ResidentReady, ResidentStats } from './support/federation-join-resident.js';
-import { root, serverScript, startScriptNodeFlags } from './support/server-child.js';
+import { root, serverScript, startScriptEnv, startScriptNodeFlags } from './support/server-child.js';
 
 const MEMBERS = Number(process.argv[2] ?? 10_000);
 /** Non-member state events on top of the members' (so some 2N state events in all). */
@@ -196,7 +196,7 @@ try {
     }),
   );
   const nodeFlags = [...startScriptNodeFlags(), '--expose-gc'];
-  const joinerProcess = fork(joinPath(root, 'bench/support/federation-join-joiner.mjs'), [], { execArgv: nodeFlags, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const joinerProcess = fork(joinPath(root, 'bench/support/federation-join-joiner.mjs'), [], { execArgv: nodeFlags, env: { ...startScriptEnv(), ...process.env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const joinerReady = readyOf<JoinerReady>(joinerProcess, 'hs2');
   const hs2Child = new ServerChild('hs2', joinerProcess, (message) => joinerReady.onMessage(message as { type: string }));
   children.push(hs2Child);

@@ -43,13 +43,28 @@ export function serverScript(entry?: string): { script: string; how: string } {
   return { script: join(root, 'src/cli.ts'), how: 'src/cli.ts via tsx (peak RSS about 50 MB higher than built)' };
 }
 
-/** The node options `npm start` gives the server (`exec node --flag ... dist/cli.js serve`). */
-export function startScriptNodeFlags(): string[] {
+function startScriptWords(): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-  const words = (pkg.scripts?.['start'] ?? '').split(/\s+/);
+  return (pkg.scripts?.['start'] ?? '').split(/\s+/);
+}
+
+/** The node options `npm start` gives the server (`... exec node --flag ... dist/cli.js serve`). */
+export function startScriptNodeFlags(): string[] {
+  const words = startScriptWords();
   const flags: string[] = [];
   for (let i = words.indexOf('node') + 1; i > 0 && i < words.length && words[i]!.startsWith('-'); i++) flags.push(words[i]!);
   return flags;
+}
+
+/** The environment `npm start` sets for the server (`NAME=value ... exec node ...`). */
+export function startScriptEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const word of startScriptWords()) {
+    const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+    if (!match) break;
+    env[match[1]!] = match[2]!;
+  }
+  return env;
 }
 
 /**
@@ -138,6 +153,8 @@ export async function launchServer(options: LaunchOptions): Promise<LaunchedServ
   const flags = [...startScriptNodeFlags(), ...(options.nodeFlags ?? [])];
   const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', options.configPath], {
     cwd: root,
+    // The start script's variables, unless this process sets them (to measure another value).
+    env: { ...startScriptEnv(), ...process.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const baseUrl = await new Promise<string>((resolveUrl, reject) => {
@@ -156,7 +173,8 @@ export async function launchServer(options: LaunchOptions): Promise<LaunchedServ
     child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
   });
-  return { child, baseUrl, how: flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how };
+  const vars = Object.keys(startScriptEnv()).map((name) => `${name}=${process.env[name] ?? startScriptEnv()[name]} `).join('');
+  return { child, baseUrl, how: `${vars}${flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how}` };
 }
 
 /** SIGTERM, resolved once the child has exited. */

@@ -58,10 +58,10 @@ describe('npm start', () => {
   after(() => rmSync(project, { recursive: true, force: true }));
 
   test('the start script runs the built CLI, which is the package bin', () => {
-    // The start script and the bin's interpreter line give node the same memory options.
+    // The start script and the bin's interpreter line give node the same memory options and malloc arenas.
     const flags = '--max-semi-space-size=4 --heap-growing-percent=50';
-    assert.equal(pkg.scripts['start'], `exec node ${flags} dist/cli.js serve`);
-    assert.equal(readFileSync(join(ROOT, 'src', 'cli.ts'), 'utf8').split('\n', 1)[0], `#!/usr/bin/env -S node ${flags}`);
+    assert.equal(pkg.scripts['start'], `MALLOC_ARENA_MAX=2 exec node ${flags} dist/cli.js serve`);
+    assert.equal(readFileSync(join(ROOT, 'src', 'cli.ts'), 'utf8').split('\n', 1)[0], `#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node ${flags}`);
     assert.equal(pkg.bin['hearth'], 'dist/cli.js');
     assert.equal(pkg.scripts['prepare'], 'npm run build');
   });
@@ -101,6 +101,11 @@ describe('npm start', () => {
       }
       const res = await fetch(`${url}/health`);
       assert.equal(res.status, 200);
+      // The server (npm's child, the shell having exec'd node) runs with two malloc arenas.
+      const [serverPid] = readFileSync(`/proc/${npm.child.pid}/task/${npm.child.pid}/children`, 'utf8').trim().split(' ');
+      const environ = readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0');
+      assert.ok(environ.includes('MALLOC_ARENA_MAX=2'), environ.filter((v) => v.startsWith('MALLOC')).join(' '));
+      assert.match(readFileSync(`/proc/${serverPid}/cmdline`, 'utf8'), /dist\/cli\.js/);
       const versions = (await (await fetch(`${url}/_matrix/client/versions`)).json()) as { versions: string[] };
       assert.ok(versions.versions.includes('v1.11'));
       // Ctrl-C in a terminal: SIGINT to the foreground group. The server stops cleanly; npm waits
