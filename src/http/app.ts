@@ -12,7 +12,7 @@ import { canonicalUrl, routerPaths } from './prefixes.js';
 import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
-import { stringifyJson } from '../protocol/json-text.js';
+import { encodeJson } from '../protocol/json-text.js';
 import type { Authenticator, HttpMethod, HttpRequest, Requester, RouteAuth, RouteDef, ServerAuthenticator } from './route.js';
 
 export interface HttpAppOptions {
@@ -156,10 +156,10 @@ const JSON_TYPE = 'application/json';
 /**
  * A JSON reply, typed `application/json` exactly: Fastify would add `; charset=utf-8` to a JSON
  * type however it is given, except on bytes (JSON is UTF-8 by definition, RFC 8259). Served events
- * write most of their own text from a cache (protocol/json-text.ts).
+ * write most of their own bytes from a cache (protocol/json-text.ts).
  */
 function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).header('content-type', JSON_TYPE).send(Buffer.from(stringifyJson(body) ?? 'null'));
+  return reply.code(status).header('content-type', JSON_TYPE).send(encodeJson(body) ?? Buffer.from('null'));
 }
 
 /** Whether a handler's body is sent as it is (bytes, text, a stream) rather than as JSON. */

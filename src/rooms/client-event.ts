@@ -6,14 +6,14 @@
 // signatures, auth and prev events, depth), with event_id and the same unsigned.
 
 import type { JsonObject } from '../protocol/json.js';
-import { OWN_JSON } from '../protocol/json-text.js';
+import { type JsonOut, OWN_JSON } from '../protocol/json-text.js';
 import { redactEvent } from '../protocol/redaction.js';
 import type { StoredEvent } from './stored-event.js';
 
 export interface ClientEvent {
   /** Served unredacted in client format: the stored event its text is cached for (writeClientEvent). */
   [FROM]?: StoredEvent;
-  [OWN_JSON]?: (self: ClientEvent) => string | undefined;
+  [OWN_JSON]?: (self: ClientEvent, out: JsonOut) => boolean;
   event_id: string;
   type: string;
   content: JsonObject;
@@ -87,19 +87,20 @@ export function toClientEvent(e: StoredEvent, options: ClientEventOptions): Clie
 }
 
 /**
- * The JSON text of every key but `unsigned`, without the closing brace, per stored event: with
- * room_id and without (sync). Kept while the event is (the event cache holds it).
+ * The JSON of every key but `unsigned`, without the closing brace, as UTF-8, per stored event: with
+ * room_id and without (sync). Kept while the event is (the event cache holds it). Each has memory
+ * of its own, not a slice of a pool another buffer could keep alive.
  */
-const heads = new WeakMap<StoredEvent, string>();
-const headsWithoutRoom = new WeakMap<StoredEvent, string>();
+const heads = new WeakMap<StoredEvent, Buffer>();
+const headsWithoutRoom = new WeakMap<StoredEvent, Buffer>();
 
 /**
- * An unredacted client event's JSON: its cached head and its unsigned. Undefined, and so written
+ * Writes an unredacted client event's JSON: its cached head and its unsigned. False, and so written
  * in full, when the object no longer is what toClientEvent made of its stored event.
  */
-function writeClientEvent(ev: ClientEvent): string | undefined {
+function writeClientEvent(ev: ClientEvent, out: JsonOut): boolean {
   const e = ev[FROM];
-  if (e === undefined) return undefined;
+  if (e === undefined) return false;
   const withRoom = ev.room_id !== undefined;
   const redacts = e.type === 'm.room.redaction' ? e.redacts : undefined;
   const keys = 6 + (withRoom ? 1 : 0) + (e.stateKey !== undefined ? 1 : 0) + (redacts !== undefined ? 1 : 0);
@@ -118,7 +119,7 @@ function writeClientEvent(ev: ClientEvent): string | undefined {
     typeof ev.unsigned !== 'object' ||
     ev.unsigned === null
   ) {
-    return undefined;
+    return false;
   }
   const cache = withRoom ? heads : headsWithoutRoom;
   let head = cache.get(e);
@@ -127,17 +128,29 @@ function writeClientEvent(ev: ClientEvent): string | undefined {
     if (withRoom) fixed.room_id = e.roomId;
     if (e.stateKey !== undefined) fixed.state_key = e.stateKey;
     if (redacts !== undefined) fixed.redacts = redacts;
-    head = JSON.stringify(fixed).slice(0, -1);
+    const text = JSON.stringify(fixed).slice(0, -1);
+    head = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+    head.write(text);
     cache.set(e, head);
   }
-  return `${head},"unsigned":${writeUnsigned(ev.unsigned)}}`;
+  out.bytes(head);
+  out.ascii(',"unsigned":');
+  writeUnsigned(ev.unsigned, out);
+  out.ascii('}');
+  return true;
 }
 
 /** JSON.stringify(unsigned), written by hand for the common `{ age }` alone. */
-function writeUnsigned(unsigned: JsonObject): string {
-  for (const key in unsigned) if (key !== 'age') return JSON.stringify(unsigned);
+function writeUnsigned(unsigned: JsonObject, out: JsonOut): void {
+  for (const key in unsigned) {
+    if (key !== 'age') {
+      out.text(JSON.stringify(unsigned));
+      return;
+    }
+  }
   const age = unsigned.age;
-  return typeof age === 'number' && Number.isSafeInteger(age) ? `{"age":${age}}` : JSON.stringify(unsigned);
+  if (typeof age === 'number' && Number.isSafeInteger(age)) out.ascii(`{"age":${age}}`);
+  else out.text(JSON.stringify(unsigned));
 }
 
 /** The stripped form of a state event (invite and knock state). */
