@@ -157,12 +157,13 @@ async function runDatabase(name: string, postgres: string | undefined): Promise<
     let seq = (await loopStalls(server, loopFile, 0)).seq;
     const results: CaseResult[] = [];
     let peakReset = true;
-    for (const connections of CONNECTIONS) {
+    for (const [i, connections] of CONNECTIONS.entries()) {
       peakReset &&= resetPeakRss(pid);
       let sampledKb = procStatusKb(pid, 'VmRSS');
       const sampler = setInterval(() => (sampledKb = Math.max(sampledKb, procStatusKb(pid, 'VmRSS'))), 50);
       const watcher = postgres === undefined ? undefined : await watchConnections(postgres);
-      const report = await generateLoad(order(connections, SECONDS, `c${connections}-`));
+      // Transaction ids of their own per case: a repeated id is answered from the first send, not sent.
+      const report = await generateLoad(order(connections, SECONDS, `c${i}x${connections}-`));
       clearInterval(sampler);
       const dbConnections = await watcher?.stop();
       const loop = await loopStalls(server, loopFile, seq);
