@@ -1,7 +1,7 @@
 // Every URL a route answers: each accepted protocol name and each version alias, derived from one
 // definition so that no route is mounted by hand twice. The router holds each route under the
 // spec's names only; a request under another name is rewritten to the spec's before routing
-// (`canonicalUrl`), which halves the router and the handlers it keeps (about 16 MB of the idle
+// (`canonicalUrl`), which halves the router and the handlers it keeps (about 12 MB of the idle
 // server's memory).
 
 import type { RouteDef } from './route.js';
