@@ -131,6 +131,14 @@ describe('HTTP app over a real socket', () => {
     assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
     res = await fetch(`${base}/_chat/client/r0/echo/x`); // GET exists only under v3
     assert.equal(res.status, 405);
+    // The same under the other names, which the router reaches by rewriting them.
+    res = await fetch(`${base}/_matrix/client/v3/echo/x`, { method: 'DELETE' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'GET, HEAD, POST, OPTIONS');
+    res = await fetch(`${base}/_matrix/client/v3/nothing-here`);
+    assert.equal(res.status, 404);
+    assert.equal((await fetch(`${base}/_matrixx/client/v3/echo/x`)).status, 404);
+    assert.equal((await fetch(`${base}/_synapse/client/v1/ping`)).status, 404);
   });
 
   test('HearthError keeps status, errcode and extra fields; other errors leak nothing', async () => {
