@@ -196,7 +196,7 @@ try {
     }),
   );
   const nodeFlags = [...startScriptNodeFlags(), '--expose-gc'];
-  const joinerProcess = fork(joinPath(root, 'bench/support/federation-join-joiner.mjs'), [], { execArgv: nodeFlags, env: { ...startScriptEnv(), ...process.env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const joinerProcess = fork(joinPath(root, 'bench/support/federation-join-joiner.mjs'), [], { execArgv: nodeFlags, env: startScriptEnv(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const joinerReady = readyOf<JoinerReady>(joinerProcess, 'hs2');
   const hs2Child = new ServerChild('hs2', joinerProcess, (message) => joinerReady.onMessage(message as { type: string }));
   children.push(hs2Child);

@@ -56,15 +56,20 @@ export function startScriptNodeFlags(): string[] {
   return flags;
 }
 
-/** The environment `npm start` sets for the server (`NAME=value ... exec node ...`). */
-export function startScriptEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
+/** The variables `npm start` sets for the server (`NAME=value ... exec node ...`). */
+function startScriptVariables(): Record<string, string> {
+  const vars: Record<string, string> = {};
   for (const word of startScriptWords()) {
     const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
     if (!match) break;
-    env[match[1]!] = match[2]!;
+    vars[match[1]!] = match[2]!;
   }
-  return env;
+  return vars;
+}
+
+/** A server's environment: the start script's variables, unless this process sets them (to measure another value). */
+export function startScriptEnv(): NodeJS.ProcessEnv {
+  return { ...startScriptVariables(), ...process.env };
 }
 
 /**
@@ -151,10 +156,10 @@ export async function launchServer(options: LaunchOptions): Promise<LaunchedServ
   const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
   const profile = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`];
   const flags = [...startScriptNodeFlags(), ...(options.nodeFlags ?? [])];
+  const env = startScriptEnv();
   const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', options.configPath], {
     cwd: root,
-    // The start script's variables, unless this process sets them (to measure another value).
-    env: { ...startScriptEnv(), ...process.env },
+    env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const baseUrl = await new Promise<string>((resolveUrl, reject) => {
@@ -173,7 +178,7 @@ export async function launchServer(options: LaunchOptions): Promise<LaunchedServ
     child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${seen}`)));
   });
-  const vars = Object.keys(startScriptEnv()).map((name) => `${name}=${process.env[name] ?? startScriptEnv()[name]} `).join('');
+  const vars = Object.keys(startScriptVariables()).map((name) => `${name}=${env[name]} `).join('');
   return { child, baseUrl, how: `${vars}${flags.length > 0 ? `node ${flags.join(' ')} ${how}` : how}` };
 }
 

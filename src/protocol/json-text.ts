@@ -87,6 +87,10 @@ class JsonBytes implements JsonOut {
 
 const COMMA = 0x2c;
 const COLON = 0x3a;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
 
 /** The UTF-8 of JSON.stringify(value), with writers; undefined where JSON.stringify gives undefined. */
 export function encodeJson(value: unknown): Buffer | undefined {
@@ -95,7 +99,7 @@ export function encodeJson(value: unknown): Buffer | undefined {
   return out.buf.subarray(0, out.len);
 }
 
-/** encodeJson as text (for tests and logs). */
+/** encodeJson as text (for tests). */
 export function stringifyJson(value: unknown): string | undefined {
   return encodeJson(value)?.toString('utf8');
 }
@@ -109,16 +113,16 @@ function write(value: unknown, depth: number, out: JsonBytes): boolean {
     return writeNative(value, out);
   }
   if (Array.isArray(value)) {
-    out.byte(0x5b);
+    out.byte(OPEN_ARRAY);
     for (let i = 0; i < value.length; i++) {
       if (i > 0) out.byte(COMMA);
       // As JSON.stringify: what has no JSON form is null in an array.
       if (!write(value[i], depth + 1, out)) out.ascii('null');
     }
-    out.byte(0x5d);
+    out.byte(CLOSE_ARRAY);
     return true;
   }
-  out.byte(0x7b);
+  out.byte(OPEN_OBJECT);
   let first = true;
   for (const key of Object.keys(value)) {
     const start = out.len;
@@ -132,7 +136,7 @@ function write(value: unknown, depth: number, out: JsonBytes): boolean {
     }
     first = false;
   }
-  out.byte(0x7d);
+  out.byte(CLOSE_OBJECT);
   return true;
 }
 
