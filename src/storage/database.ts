@@ -132,7 +132,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  // Checkpoints run in a worker thread (wal-checkpointer.ts), not in the commits of this
+  // Checkpoints run on side connections (wal-checkpointer.ts), not in the commits of this
   // connection, which runs on the event loop.
   const inMemory = path === ':memory:';
   if (!inMemory) sqlite.pragma('wal_autocheckpoint = 0');
@@ -146,7 +146,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   return {
     db,
     dialect,
-    // The worker's connection closes first, so that the main connection, closing last, checkpoints
+    // The side connections close first, so that the main connection, closing last, checkpoints
     // the whole log and removes it.
     close: async () => {
       await checkpointer.close();

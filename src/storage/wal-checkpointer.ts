@@ -1,29 +1,38 @@
-// Checkpoints of a SQLite database's write-ahead log, off the event loop. SQLite's automatic
-// checkpoint runs inside the commit that crosses its threshold, on the connection that committed:
-// for the server's one connection that is the event loop, held for the copy and two fsyncs (over
-// 100 ms on a busy disk). Instead the main connection's automatic checkpoint is off, and a worker
-// thread with a connection of its own runs PASSIVE checkpoints on a timer: they copy committed
-// pages into the database file while the main connection goes on reading and writing.
+// Checkpoints of a SQLite database's write-ahead log, off the event loop's critical path.
+// SQLite's automatic checkpoint runs inside the commit that crosses its threshold, on the
+// connection that committed: for the server's one connection that is the event loop, held for the
+// copy and two fsyncs (over 100 ms on a busy disk). Instead the main connection's automatic
+// checkpoint is off, and two side connections of this process checkpoint on a timer:
+//
+// 1. `pin` opens a read transaction: a snapshot at the log's current end. A checkpoint copies no
+//    frame past a reader's snapshot, and SQLite fsyncs the database file only after a checkpoint
+//    that copied the whole log; with writes arriving meanwhile, a pinned checkpoint is partial.
+// 2. The log and the database file are fsynced on libuv's thread pool, while the loop runs on.
+// 3. `ckpt` runs a PASSIVE checkpoint, with SQLite's own fsyncs: of the log (only what was written
+//    since step 2 is left to write) and, when the pass copied everything, of the database file
+//    (only what this pass copied). The copy itself is page-cache writes of the pages that changed.
+// 4. The pin is released.
 //
 // The log starts over from its beginning when a write begins with every frame copied. Under
 // light load that happens by itself; under steady writes a PASSIVE checkpoint never catches the
 // log's end. So once the log passes RESTART_AFTER_PAGES, the checkpointer holds the main
-// connection (queries wait for it asynchronously; the event loop runs on) while the worker copies
-// the last frames (RESTART mode) and then writes first into the new log itself, so that the fsync
-// of the new log's header is the worker's too. The log stays bounded, about as long as before.
+// connection (queries wait for it asynchronously; the event loop runs on), flushes again, copies
+// the last frames (RESTART mode) and writes first into the new log itself.
 //
-// Durability is SQLite's own: every commit is in the log, and a crash at any point leaves a
-// database that the next open recovers.
+// Durability is SQLite's own: every checkpoint runs with synchronous = NORMAL and makes its own
+// fsyncs, so the database file is synced before the log may start over; the earlier fsyncs only
+// move most of that work off the event loop. A crash at any point leaves a database that the next
+// open recovers. Unlike a worker thread, this costs no second JavaScript heap (about 10 MB).
 
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import { open, type FileHandle } from 'node:fs/promises';
+import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 
-/** How often the worker checkpoints while the log has frames it has not copied. */
+/** How often a checkpoint runs while the log has frames not yet copied. */
 const CHECKPOINT_INTERVAL_MS = 500;
 /** Log length (pages) past which the log is made to start over. */
 export const RESTART_AFTER_PAGES = 10_000;
-/** What the main connection does by itself should the worker fail (SQLite's default). */
+/** What the main connection does by itself should the side connections fail (SQLite's default). */
 const FALLBACK_AUTOCHECKPOINT_PAGES = 1000;
 
 type Mode = 'PASSIVE' | 'RESTART';
@@ -35,48 +44,95 @@ interface CheckpointResult {
   readonly checkpointed: number;
 }
 
-// The worker's code, evaluated as a script: plain JavaScript that loads better-sqlite3 from the
-// path the server resolved, so it runs alike from the sources and from a build.
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.path);
-// Short: while the log starts over, the main connection's queries wait for this one.
-db.pragma('busy_timeout = 100');
-db.pragma('wal_autocheckpoint = 0');
-db.pragma('synchronous = NORMAL');
-db.pragma('cache_size = -500');
-parentPort.on('message', (mode) => {
-  if (mode === 'close') {
-    db.close();
-    parentPort.close();
-    return;
-  }
+async function openBoth(first: string, second: string): Promise<FileHandle[]> {
+  const a = await open(first, 'r+');
   try {
-    const result = db.pragma('wal_checkpoint(' + mode + ')')[0];
-    // Every frame copied and no reader on the log: this write starts the log over (rewriting
-    // the header page's user_version unchanged), and its fsync of the new log header is ours.
-    // Another process writing first is as good: it starts the log over itself.
-    if (mode === 'RESTART' && result.busy === 0) {
-      try {
-        db.pragma('user_version = ' + db.pragma('user_version', { simple: true }));
-      } catch (err) {
-        if (err.code !== 'SQLITE_BUSY') throw err;
-      }
-    }
-    parentPort.postMessage({ result });
+    return [a, await open(second, 'r+')];
   } catch (err) {
-    parentPort.postMessage({ error: String(err && err.message || err) });
+    await a.close();
+    throw err;
   }
-});
-`;
+}
+
+/** The checkpointer's own connections and file handles. */
+class SideConnections {
+  private readonly ckpt: BetterSqlite3.Database;
+  private readonly pinning: BetterSqlite3.Database;
+  private readonly pinRead: BetterSqlite3.Statement;
+  private pinned = false;
+  private files: FileHandle[] | undefined;
+  private flushFailed = false;
+
+  constructor(private readonly path: string) {
+    this.ckpt = new BetterSqlite3(path, { fileMustExist: true });
+    // Never wait on the event loop: a checkpoint that meets a reader or writer tries again later.
+    this.ckpt.pragma('busy_timeout = 0');
+    this.ckpt.pragma('wal_autocheckpoint = 0');
+    this.ckpt.pragma('synchronous = NORMAL');
+    this.ckpt.pragma('cache_size = -64');
+    this.pinning = new BetterSqlite3(path, { fileMustExist: true, readonly: true });
+    this.pinning.pragma('cache_size = -64');
+    this.pinRead = this.pinning.prepare('select count(*) from sqlite_schema');
+  }
+
+  /** Starts a read transaction at the log's current end. */
+  pin(): void {
+    if (this.pinned) return;
+    this.pinning.exec('begin');
+    this.pinRead.get();
+    this.pinned = true;
+  }
+
+  unpin(): void {
+    if (!this.pinned) return;
+    this.pinned = false;
+    this.pinning.exec('commit');
+  }
+
+  /**
+   * fsyncs the log and the database file on the thread pool. Only a head start: should it fail
+   * (a system that refuses fsync on these handles), SQLite's own fsyncs still do the work.
+   */
+  async flush(): Promise<void> {
+    if (this.flushFailed) return;
+    try {
+      // Opened for writing, which some systems require to fsync; nothing is written through them.
+      this.files ??= await openBoth(this.path, `${this.path}-wal`);
+      await Promise.all(this.files.map((f) => f.sync()));
+    } catch {
+      this.flushFailed = true;
+    }
+  }
+
+  run(mode: Mode): CheckpointResult {
+    return (this.ckpt.pragma(`wal_checkpoint(${mode})`) as CheckpointResult[])[0]!;
+  }
+
+  /**
+   * A write into a log whose frames are all copied starts it over (rewriting the header page's
+   * user_version unchanged). Another connection writing first is as good.
+   */
+  startOver(): void {
+    try {
+      this.ckpt.pragma(`user_version = ${this.ckpt.pragma('user_version', { simple: true }) as number}`);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.unpin();
+    const files = this.files ?? [];
+    this.files = undefined;
+    await Promise.all(files.map((f) => f.close()));
+    this.pinning.close();
+    this.ckpt.close();
+  }
+}
 
 export class WalCheckpointer {
-  private worker: Worker | undefined;
-  /** Resolves once the worker has exited. */
-  private exited: Promise<void> = Promise.resolve();
+  private side: SideConnections | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private pending: { resolve(r: CheckpointResult): void; reject(err: Error): void } | undefined;
   private running: Promise<void> | undefined;
   private closed = false;
   private failed = false;
@@ -90,8 +146,8 @@ export class WalCheckpointer {
     private readonly db: Kysely<unknown>,
     private readonly fallback: (pages: number) => void,
   ) {
-    // The worker starts with the first tick: a short-lived command that closes its database sooner
-    // never starts one.
+    // The side connections open with the first tick: a short-lived command that closes its
+    // database sooner never opens them.
     this.timer = setInterval(() => this.tick(), CHECKPOINT_INTERVAL_MS).unref();
   }
 
@@ -103,67 +159,47 @@ export class WalCheckpointer {
   }
 
   private async checkpoint(): Promise<void> {
-    let r = await this.run('PASSIVE');
-    // Once more straight away, copying only what was written meanwhile: the log may have
-    // started over by itself since.
-    if (r.log >= RESTART_AFTER_PAGES) r = await this.run('PASSIVE');
+    const side = (this.side ??= new SideConnections(this.path));
+    let r: CheckpointResult;
+    side.pin();
+    try {
+      await side.flush();
+      if (this.closed) return;
+      r = side.run('PASSIVE');
+    } finally {
+      side.unpin();
+    }
     if (r.log < RESTART_AFTER_PAGES || this.closed) return;
-    // Hold the main connection (queries queue behind us, the event loop runs on) while the worker
-    // copies what was written since the pass above and starts the log over.
+    // Most of what the log gained since goes to disk before the main connection is held ...
+    await side.flush();
     await this.db.connection().execute(async () => {
-      if (!this.closed) await this.run('RESTART');
+      if (this.closed) return;
+      // ... the rest while it is: then the copy of the last frames and the start over are short.
+      await side.flush();
+      if (this.closed) return;
+      if (side.run('RESTART').busy === 0) side.startOver();
     });
   }
 
-  private run(mode: Mode): Promise<CheckpointResult> {
-    const worker = (this.worker ??= this.startWorker());
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      // Kept alive only while it has work, so that it never holds the process open by itself.
-      worker.ref();
-      worker.postMessage(mode);
-    });
-  }
-
-  private startWorker(): Worker {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: this.path } });
-    worker.unref();
-    this.exited = new Promise((done) => worker.once('exit', () => done()));
-    worker.on('message', (m: { result?: CheckpointResult; error?: string }) => {
-      const p = this.pending;
-      this.pending = undefined;
-      worker.unref();
-      if (m.result !== undefined) p?.resolve(m.result);
-      else p?.reject(new Error(m.error));
-    });
-    worker.on('error', (err) => this.fail(err));
-    worker.on('exit', () => {
-      this.pending?.reject(new Error('the checkpoint worker exited'));
-      this.pending = undefined;
-    });
-    return worker;
-  }
-
-  // A worker that cannot checkpoint (it failed to start, or its connection broke) hands the job
+  // Side connections that cannot checkpoint (the file went away, a connection broke) hand the job
   // back to the main connection, so the log stays bounded either way.
   private fail(_err: unknown): void {
     if (this.failed || this.closed) return;
     this.failed = true;
     clearInterval(this.timer);
-    void this.worker?.terminate();
-    this.worker = undefined;
+    const side = this.side;
+    this.side = undefined;
+    void side?.close().catch(() => {});
     this.fallback(FALLBACK_AUTOCHECKPOINT_PAGES);
   }
 
-  /** Stops the timer, lets a checkpoint in progress finish, and closes the worker's connection. */
+  /** Stops the timer, lets a checkpoint in progress finish, and closes the side connections. */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     await this.running;
-    this.worker?.ref();
-    this.worker?.postMessage('close');
-    this.worker = undefined;
-    await this.exited;
+    const side = this.side;
+    this.side = undefined;
+    await side?.close();
   }
 }

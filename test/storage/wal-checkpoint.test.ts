@@ -1,4 +1,4 @@
-// SQLite's write-ahead log is checkpointed by a worker thread (src/storage/wal-checkpointer.ts):
+// SQLite's write-ahead log is checkpointed by side connections (src/storage/wal-checkpointer.ts):
 // the main connection never checkpoints by itself, the log still starts over under steady writes,
 // closing leaves no log behind, and a process killed while writing leaves a consistent database.
 

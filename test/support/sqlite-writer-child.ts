@@ -13,6 +13,6 @@ const data = Buffer.alloc(3000, 7);
 for (let n = 1; ; n++) {
   await database.db.insertInto('t').values({ n, data }).execute();
   if (n % 100 === 0) process.stdout.write(`${n}\n`);
-  // A turn of the event loop now and then, so the checkpoint worker's replies arrive.
+  // A turn of the event loop now and then, so the checkpointer's fsyncs and timer get their turn.
   if (n % 20 === 0) await new Promise((r) => setImmediate(r));
 }
