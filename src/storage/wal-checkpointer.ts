@@ -28,7 +28,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 
-/** How often a checkpoint runs while the log has frames not yet copied. */
+/** How often a checkpoint runs while the log has frames not yet copied (or may have). */
 const CHECKPOINT_INTERVAL_MS = 500;
 /** Log length (pages) past which the log is made to start over. */
 export const RESTART_AFTER_PAGES = 10_000;
@@ -62,6 +62,7 @@ class SideConnections {
   private pinned = false;
   private files: FileHandle[] | undefined;
   private flushFailed = false;
+  private dataVersion: unknown;
 
   constructor(private readonly path: string) {
     this.ckpt = new BetterSqlite3(path, { fileMustExist: true });
@@ -73,6 +74,14 @@ class SideConnections {
     this.pinning = new BetterSqlite3(path, { fileMustExist: true, readonly: true });
     this.pinning.pragma('cache_size = -64');
     this.pinRead = this.pinning.prepare('select count(*) from sqlite_schema');
+  }
+
+  /** Whether another connection committed since the last call (the first call says yes). */
+  written(): boolean {
+    const version = this.ckpt.pragma('data_version', { simple: true });
+    const changed = version !== this.dataVersion;
+    this.dataVersion = version;
+    return changed;
   }
 
   /** Starts a read transaction at the log's current end. */
@@ -136,6 +145,8 @@ export class WalCheckpointer {
   private running: Promise<void> | undefined;
   private closed = false;
   private failed = false;
+  /** The last pass copied the whole log. */
+  private caughtUp = false;
 
   /**
    * `path`: the database file; `db`: the Kysely instance on the main connection (held while the
@@ -160,6 +171,8 @@ export class WalCheckpointer {
 
   private async checkpoint(): Promise<void> {
     const side = (this.side ??= new SideConnections(this.path));
+    // An idle database costs nothing: no fsync, no pass.
+    if (!side.written() && this.caughtUp) return;
     let r: CheckpointResult;
     side.pin();
     try {
@@ -169,6 +182,7 @@ export class WalCheckpointer {
     } finally {
       side.unpin();
     }
+    this.caughtUp = r.checkpointed >= r.log;
     if (r.log < RESTART_AFTER_PAGES || this.closed) return;
     // Most of what the log gained since goes to disk before the main connection is held ...
     await side.flush();
