@@ -702,6 +702,7 @@ async function buildParts(
       appServices: () => pusher.stats(),
       push: () => ({ eventsBehind: Math.max(0, notifier.current().events - pushActions.consumer.position), sent: pushSender.sent, failures: pushSender.failures }),
       ...(core.database.poolStats !== undefined ? { databasePool: core.database.poolStats } : {}),
+      ...(core.database.checkpointStats !== undefined ? { sqliteCheckpoints: core.database.checkpointStats } : {}),
     });
     parts.push({
       name: 'metrics',

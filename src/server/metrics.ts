@@ -26,6 +26,8 @@ export interface MetricsSources {
   readonly push?: () => { readonly eventsBehind: number; readonly sent: number; readonly failures: number };
   /** PostgreSQL only: the pool's connections. */
   readonly databasePool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
+  /** A SQLite file only: its write-ahead log's checkpoints (storage/wal-checkpointer.ts). */
+  readonly sqliteCheckpoints?: () => { readonly passes: number; readonly restarts: number; readonly loopSeconds: number; readonly logPages: number };
 }
 
 interface FederationQueueStats {
@@ -170,9 +172,6 @@ export class ServerMetrics {
   /** Where the scrape-time figures come from; until set, only the request and database figures are given. */
   watch(sources: MetricsSources): void {
     this.sources = sources;
-    const pool = sources.databasePool;
-    if (pool === undefined) return;
-    // Only where there is a pool: a 0 on SQLite would read as a pool with no connections.
     const registers = [this.registry];
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
@@ -183,6 +182,26 @@ export class ServerMetrics {
           this.set(read());
         },
       });
+    const counter = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    // Each backend's own figures only where it runs: a 0 would read as a pool with no connections.
+    const checkpoints = sources.sqliteCheckpoints;
+    if (checkpoints !== undefined) {
+      counter('hearth_sqlite_checkpoints_total', "Checkpoint passes over SQLite's write-ahead log.", () => checkpoints().passes);
+      counter('hearth_sqlite_checkpoint_restarts_total', 'Times the write-ahead log was made to start over.', () => checkpoints().restarts);
+      counter('hearth_sqlite_checkpoint_loop_seconds_total', 'Time checkpoint passes held the event loop.', () => checkpoints().loopSeconds);
+      gauge('hearth_sqlite_wal_pages', 'Pages in the write-ahead log at the last checkpoint pass.', () => checkpoints().logPages);
+    }
+    const pool = sources.databasePool;
+    if (pool === undefined) return;
     gauge('hearth_db_pool_connections', 'PostgreSQL pool connections open.', () => pool().total);
     gauge('hearth_db_pool_idle', 'PostgreSQL pool connections idle.', () => pool().idle);
     gauge('hearth_db_pool_waiting', 'Queries waiting for a PostgreSQL pool connection.', () => pool().waiting);

@@ -9,7 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, type LogEvent, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely';
 import type Pg from 'pg';
 import { HearthError } from '../protocol/errors.js';
-import { WalCheckpointer } from './wal-checkpointer.js';
+import { WalCheckpointer, type CheckpointStats } from './wal-checkpointer.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -39,6 +39,8 @@ export interface Database<Schema> {
   readonly dialect: DialectName;
   /** PostgreSQL only. */
   readonly poolStats?: () => PoolStats;
+  /** A SQLite file only: what its write-ahead log's checkpointer has done. */
+  readonly checkpointStats?: () => CheckpointStats;
   close(): Promise<void>;
 }
 
@@ -146,6 +148,7 @@ export function openDatabase<Schema>(options: DatabaseOptions): Database<Schema>
   return {
     db,
     dialect,
+    checkpointStats: () => checkpointer.stats(),
     // The side connections close first, so that the main connection, closing last, checkpoints
     // the whole log and removes it.
     close: async () => {

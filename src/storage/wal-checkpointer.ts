@@ -37,6 +37,18 @@ const FALLBACK_AUTOCHECKPOINT_PAGES = 1000;
 
 type Mode = 'PASSIVE' | 'RESTART';
 
+/** What the checkpointer has done since the database was opened (for metrics). */
+export interface CheckpointStats {
+  /** Passes that ran (an idle database runs none). */
+  readonly passes: number;
+  /** Times the log was made to start over. */
+  readonly restarts: number;
+  /** Time the passes held the event loop: the copy and SQLite's fsyncs of what the flush left. */
+  readonly loopSeconds: number;
+  /** Pages in the log at the last pass. */
+  readonly logPages: number;
+}
+
 /** `PRAGMA wal_checkpoint` answers: busy, frames in the log, frames copied into the database. */
 interface CheckpointResult {
   readonly busy: number;
@@ -147,6 +159,7 @@ export class WalCheckpointer {
   private failed = false;
   /** The last pass copied the whole log. */
   private caughtUp = false;
+  private counts = { passes: 0, restarts: 0, loopSeconds: 0, logPages: 0 };
 
   /**
    * `path`: the database file; `db`: the Kysely instance on the main connection (held while the
@@ -178,10 +191,14 @@ export class WalCheckpointer {
     try {
       await side.flush();
       if (this.closed) return;
+      const started = performance.now();
       r = side.run('PASSIVE');
+      this.counts.loopSeconds += (performance.now() - started) / 1000;
     } finally {
       side.unpin();
     }
+    this.counts.passes++;
+    this.counts.logPages = Math.max(0, r.log);
     this.caughtUp = r.checkpointed >= r.log;
     if (r.log < RESTART_AFTER_PAGES || this.closed) return;
     // Most of what the log gained since goes to disk before the main connection is held ...
@@ -191,8 +208,17 @@ export class WalCheckpointer {
       // ... the rest while it is: then the copy of the last frames and the start over are short.
       await side.flush();
       if (this.closed) return;
-      if (side.run('RESTART').busy === 0) side.startOver();
+      const started = performance.now();
+      if (side.run('RESTART').busy === 0) {
+        side.startOver();
+        this.counts.restarts++;
+      }
+      this.counts.loopSeconds += (performance.now() - started) / 1000;
     });
+  }
+
+  stats(): CheckpointStats {
+    return { ...this.counts };
   }
 
   // Side connections that cannot checkpoint (the file went away, a connection broke) hand the job

@@ -147,8 +147,18 @@ for (const { backend, skip } of await serverBackends()) {
       assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
       const text = await res.text();
       for (const name of NAMES) assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
-      if (backend === 'postgres') assert.ok(sample(text, 'hearth_db_pool_connections') >= 1);
-      else assert.doesNotMatch(text, /hearth_db_pool_/);
+      if (backend === 'postgres') {
+        assert.ok(sample(text, 'hearth_db_pool_connections') >= 1);
+        assert.doesNotMatch(text, /hearth_sqlite_/);
+      } else {
+        assert.doesNotMatch(text, /hearth_db_pool_/);
+        // The room created before was written to the log: a pass copies it within half a second.
+        await eventually(async () => sample(await scrape(hs), 'hearth_sqlite_checkpoints_total') >= 1, 'a checkpoint pass');
+        const later = await scrape(hs);
+        assert.ok(sample(later, 'hearth_sqlite_checkpoint_loop_seconds_total') > 0);
+        assert.match(later, /^hearth_sqlite_wal_pages \d+$/m);
+        assert.match(later, /^hearth_sqlite_checkpoint_restarts_total \d+$/m);
+      }
       assert.ok(sample(text, 'hearth_db_query_duration_seconds_count') > 0);
     });
 
