@@ -192,7 +192,8 @@ export class ServerMetrics {
           this.inc(read());
         },
       });
-    // Each backend's own figures only where it runs: a 0 would read as a pool with no connections.
+    // Each backend's figures only where it runs (on SQLite, a pool gauge of 0 would read as a pool
+    // with no connections).
     const checkpoints = sources.sqliteCheckpoints;
     if (checkpoints !== undefined) {
       counter('hearth_sqlite_checkpoints_total', "Checkpoint passes over SQLite's write-ahead log.", () => checkpoints().passes);

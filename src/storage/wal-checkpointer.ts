@@ -191,9 +191,7 @@ export class WalCheckpointer {
     try {
       await side.flush();
       if (this.closed) return;
-      const started = performance.now();
-      r = side.run('PASSIVE');
-      this.counts.loopSeconds += (performance.now() - started) / 1000;
+      r = this.onLoop(() => side.run('PASSIVE'));
     } finally {
       side.unpin();
     }
@@ -208,13 +206,23 @@ export class WalCheckpointer {
       // ... the rest while it is: then the copy of the last frames and the start over are short.
       await side.flush();
       if (this.closed) return;
-      const started = performance.now();
-      if (side.run('RESTART').busy === 0) {
-        side.startOver();
-        this.counts.restarts++;
-      }
-      this.counts.loopSeconds += (performance.now() - started) / 1000;
+      this.onLoop(() => {
+        if (side.run('RESTART').busy === 0) {
+          side.startOver();
+          this.counts.restarts++;
+        }
+      });
     });
+  }
+
+  /** Runs `work` (which holds the event loop) and counts its time. */
+  private onLoop<T>(work: () => T): T {
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      this.counts.loopSeconds += (performance.now() - started) / 1000;
+    }
   }
 
   stats(): CheckpointStats {
