@@ -8,7 +8,7 @@
 //   BENCH_SECONDS=10 npm run bench:sustained
 //
 // Environment: BENCH_SECONDS (per case, default 60), BENCH_CONNECTIONS (default 1,10,50),
-// BENCH_DATABASES (default sqlite,postgres), BENCH_ENTRY (another build's entry script, e.g. to
+// BENCH_DATABASES (default sqlite,postgres; add floor for the floor server, see below), BENCH_ENTRY (another build's entry script, e.g. to
 // compare with an earlier commit built elsewhere), BENCH_CONFIG (JSON merged over the server's
 // configuration, see bench/support/server-child.ts), BENCH_NODE_FLAGS (more node options for the
 // server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), HEARTH_TEST_POSTGRES (the PostgreSQL server's admin
@@ -28,6 +28,11 @@
 // node:http), so it does not share a thread with the server or with this process, which samples
 // the server's RSS every 50 ms and reads its peak (VmHWM, reset before each case through
 // /proc/<pid>/clear_refs) at the end of each case.
+//
+// `floor` in BENCH_DATABASES runs the same cases against bench/support/floor-server.ts, which does
+// only what no signed send can skip (Fastify, hash and sign, one row in a group commit), and prints
+// each database's sends per second as a share of the floor's: a figure that moves less with the
+// machine's speed than raw sends per second (under tsx, so its RSS is not comparable).
 
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,7 +45,7 @@ import { createPostgresDatabase, postgresUnavailable, type TestDatabase } from '
 import { ok, register } from './support/accounts.js';
 import { rawClient } from './support/http-clients.js';
 import type { LoadOrder, LoadReport } from './support/load-generator.js';
-import { launchServer, percentile, procStatusKb, stopServer, writeBenchConfig, type LaunchedServer } from './support/server-child.js';
+import { FLOOR_TOKEN, launchFloor, launchServer, percentile, procStatusKb, stopServer, writeBenchConfig, type LaunchedServer } from './support/server-child.js';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 60);
 const CONNECTIONS = (process.env['BENCH_CONNECTIONS'] ?? '1,10,50').split(',').map(Number);
@@ -133,20 +138,25 @@ async function runDatabase(name: string, postgres: string | undefined): Promise<
   const connectionString = postgres ?? `file:${join(dataDir, 'hearth.db')}`;
   const loopFile = join(dataDir, 'loop-stalls.json');
   process.env['HEARTH_BENCH_LOOP_FILE'] = loopFile;
-  const server = await launchServer({
-    configPath: writeBenchConfig(dataDir, connectionString),
-    ...(ENTRY !== undefined ? { entry: ENTRY } : {}),
-    nodeFlags: ['--import', pathToFileURL(new URL('./support/loop-stalls.mjs', import.meta.url).pathname).href, ...NODE_FLAGS],
-  });
+  const nodeFlags = ['--import', pathToFileURL(new URL('./support/loop-stalls.mjs', import.meta.url).pathname).href, ...NODE_FLAGS];
+  const server =
+    name === 'floor'
+      ? await launchFloor({ nodeFlags })
+      : await launchServer({ configPath: writeBenchConfig(dataDir, connectionString), ...(ENTRY !== undefined ? { entry: ENTRY } : {}), nodeFlags });
   const pid = server.child.pid!;
   try {
-    const call = rawClient(server.baseUrl);
-    const user = await register(call, 'sender');
-    const created = await ok(call('POST', '/_matrix/client/v3/createRoom', user.token, { preset: 'public_chat', name: 'bench' }), 'createRoom');
-    const roomId = created['room_id'] as string;
+    let token = FLOOR_TOKEN;
+    let roomId = '!floor:bench.test';
+    if (name !== 'floor') {
+      const call = rawClient(server.baseUrl);
+      const user = await register(call, 'sender');
+      const created = await ok(call('POST', '/_matrix/client/v3/createRoom', user.token, { preset: 'public_chat', name: 'bench' }), 'createRoom');
+      token = user.token;
+      roomId = created['room_id'] as string;
+    }
     const order = (connections: number, seconds: number, txnPrefix: string): LoadOrder => ({
       baseUrl: server.baseUrl,
-      token: user.token,
+      token,
       roomId,
       connections,
       seconds,
@@ -199,10 +209,12 @@ function printTable(name: string, how: string, results: readonly CaseResult[], p
   if (!peakReset) console.log('  (peak RSS: the highest of samples every 50 ms; the kernel refused to reset VmHWM)');
 }
 
-const throughputAt10 = new Map<string, number>();
+const TITLES: Readonly<Record<string, string>> = { sqlite: 'SQLite', postgres: 'PostgreSQL', floor: 'Floor (bench/support/floor-server.ts)' };
+/** Sends per second by database, then by connections. */
+const throughput = new Map<string, Map<number, number>>();
 for (const name of DATABASES) {
   let database: TestDatabase | undefined;
-  if (name === 'sqlite') {
+  if (name === 'sqlite' || name === 'floor') {
     // The file goes into the server's data folder.
   } else if (name === 'postgres') {
     const why = await postgresUnavailable();
@@ -212,18 +224,25 @@ for (const name of DATABASES) {
     }
     database = await createPostgresDatabase();
   } else {
-    throw new Error(`BENCH_DATABASES: unknown database ${name} (sqlite, postgres)`);
+    throw new Error(`BENCH_DATABASES: unknown database ${name} (sqlite, postgres, floor)`);
   }
   try {
     const { how, results, peakReset } = await runDatabase(name, database?.connectionString);
-    printTable(name === 'sqlite' ? 'SQLite' : 'PostgreSQL', how, results, peakReset);
-    const at10 = results.find((r) => r.connections === 10);
-    if (at10 !== undefined) throughputAt10.set(name, at10.report.completed / at10.report.seconds);
+    printTable(TITLES[name]!, how, results, peakReset);
+    throughput.set(name, new Map(results.map((r) => [r.connections, r.report.completed / r.report.seconds])));
   } finally {
     await database?.drop();
   }
 }
-const [sqlite, postgres] = [throughputAt10.get('sqlite'), throughputAt10.get('postgres')];
+const [sqlite, postgres] = [throughput.get('sqlite')?.get(10), throughput.get('postgres')?.get(10)];
 if (sqlite !== undefined && postgres !== undefined) {
   console.log(`\nPostgreSQL at 10 connections: ${Math.round((postgres / sqlite) * 100)}% of SQLite's throughput`);
+}
+const floor = throughput.get('floor');
+if (floor !== undefined) {
+  for (const [name, byConnections] of throughput) {
+    if (name === 'floor') continue;
+    const shares = [...byConnections].filter(([c]) => floor.has(c)).map(([c, rps]) => `${Math.round((rps / floor.get(c)!) * 100)}% at ${c}`);
+    if (shares.length > 0) console.log(`${TITLES[name]} over the floor: ${shares.join(', ')}`);
+  }
 }

@@ -155,9 +155,26 @@ export async function launchServer(options: LaunchOptions): Promise<LaunchedServ
   const { script, how } = serverScript(options.entry);
   const entry = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
   const profile = options.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`];
+  return launchListening([...profile, ...entry, 'serve', '--config', options.configPath], how, options);
+}
+
+/** The floor server's one access token. */
+export const FLOOR_TOKEN = 'floor-token';
+
+/**
+ * The floor server (bench/support/floor-server.ts) with the start script's node options and
+ * environment, resolved once it listens.
+ */
+export function launchFloor(options: Omit<LaunchOptions, 'configPath' | 'entry'>): Promise<LaunchedServer> {
+  const script = join(root, 'bench/support/floor-server.ts');
+  return launchListening(['--import', 'tsx', script], `--import tsx ${relative(root, script)}`, options);
+}
+
+/** Node with the start script's options and variables running `args`, once it prints "Listening on <url>". */
+async function launchListening(args: readonly string[], how: string, options: Omit<LaunchOptions, 'configPath'>): Promise<LaunchedServer> {
   const flags = [...startScriptNodeFlags(), ...(options.nodeFlags ?? [])];
   const env = startScriptEnv();
-  const child = spawn(process.execPath, [...flags, ...profile, ...entry, 'serve', '--config', options.configPath], {
+  const child = spawn(process.execPath, [...flags, ...args], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
