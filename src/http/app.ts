@@ -8,7 +8,7 @@ import { answerClientError } from './client-error.js';
 import { CORS_HEADERS } from './cors.js';
 import { type Charge, RateLimitError, type RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
-import { canonicalUrl, routerPaths } from './prefixes.js';
+import { askedUnderR0, canonicalUrl, routerPaths } from './prefixes.js';
 import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
@@ -83,6 +83,14 @@ async function authorizeServer(
 }
 
 const METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'POST', 'DELETE'];
+
+/** The Allow header of a path serving `methods`: HEAD wherever GET is, OPTIONS (the CORS preflight) everywhere. */
+function allowHeader(methods: ReadonlySet<HttpMethod>): string {
+  const served: string[] = METHODS.filter((m) => methods.has(m));
+  if (methods.has('GET')) served.splice(1, 0, 'HEAD');
+  served.push('OPTIONS');
+  return served.join(', ');
+}
 const DEFAULT_JSON_BODY_LIMIT = 1024 * 1024;
 
 /**
@@ -233,6 +241,15 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
   });
 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
+  /** Under a client v3 URL: the methods whose routes list r0 too, so answer r0 requests (rewritten to v3). */
+  const r0MethodsByPath = new Map<string, Set<HttpMethod>>();
+  /** An r0 request that reached a v3 URL no route of its method lists r0 for: what the router would have said of the r0 URL. */
+  const refuseUnderR0 = (req: FastifyRequest, reply: FastifyReply, url: string) => {
+    noteError(req, UNRECOGNIZED);
+    const methods = r0MethodsByPath.get(url);
+    if (methods === undefined || methods.size === 0) return sendJson(reply, 404, UNRECOGNIZED);
+    return sendJson(reply.header('allow', allowHeader(methods)), 405, UNRECOGNIZED);
+  };
   /** The route each mounted URL belongs to, for `observe`; the first mounted wins (methods share a path). */
   const routeByUrl = new Map<string, RouteDef>();
   // Routes that read their body as a stream live in a context of their own, whose parser hands
@@ -253,7 +270,15 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
       if (!methods) methodsByPath.set(url, (methods = new Set()));
       if (!routeByUrl.has(url)) routeByUrl.set(url, route);
       methods.add(route.method);
+      const underV3 = url.startsWith('/_chat/client/v3/');
+      const refusesR0 = underV3 && route.versions?.includes('r0') !== true;
+      if (underV3) {
+        let r0 = r0MethodsByPath.get(url);
+        if (!r0) r0MethodsByPath.set(url, (r0 = new Set()));
+        if (!refusesR0) r0.add(route.method);
+      }
       const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+        if (refusesR0 && askedUnderR0(req.originalUrl)) return refuseUnderR0(req, reply, url);
         const request = new IncomingRequest(route, req, reply, addresses);
         if (fromServer) {
           request.body = readBody(route, req);
@@ -311,15 +336,13 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
     // HEAD is answered wherever GET is; PATCH is served nowhere.
     if (!methods.has('GET')) others.push('HEAD');
     others.push('PATCH');
-    const served: string[] = METHODS.filter((m) => methods.has(m));
-    if (methods.has('GET')) served.splice(1, 0, 'HEAD');
-    // OPTIONS (the CORS preflight) is answered on every path.
-    served.push('OPTIONS');
-    const allow = served.join(', ');
+    const allow = allowHeader(methods);
+    const underV3 = r0MethodsByPath.has(url);
     app.route({
       method: others,
       url,
       handler: async (req, reply) => {
+        if (underV3 && askedUnderR0(req.originalUrl)) return refuseUnderR0(req, reply, url);
         noteError(req, UNRECOGNIZED);
         return sendJson(reply.header('allow', allow), 405, UNRECOGNIZED);
       },

@@ -131,6 +131,25 @@ describe('HTTP app over a real socket', () => {
     assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
     res = await fetch(`${base}/_chat/client/r0/echo/x`); // GET exists only under v3
     assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST, OPTIONS');
+    assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
+    res = await fetch(`${base}/_matrix/client/r0/echo/x`, { method: 'HEAD' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST, OPTIONS');
+    res = await fetch(`${base}/_matrix/client/r0/echo/x`, { method: 'DELETE' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST, OPTIONS');
+    // r0 is routed as v3, but a path that only v3 routes serve is unknown under r0.
+    for (const prefix of ['/_chat/client/r0', '/_matrix/client/r0']) {
+      res = await fetch(`${base}${prefix}/forbidden`);
+      assert.equal(res.status, 404, prefix);
+      assert.equal((await json(res)).errcode, 'M_UNRECOGNIZED');
+      res = await fetch(`${base}${prefix}/forbidden`, { method: 'DELETE' });
+      assert.equal(res.status, 404, prefix);
+      res = await fetch(`${base}${prefix}/whoami`, { method: 'POST', body: '{}' });
+      assert.equal(res.status, 404, prefix);
+    }
+    assert.equal((await fetch(`${base}/_chat/client/v3/forbidden`)).status, 403);
     // The same under the other names, which the router reaches by rewriting them.
     res = await fetch(`${base}/_matrix/client/v3/echo/x`, { method: 'DELETE' });
     assert.equal(res.status, 405);
