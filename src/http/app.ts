@@ -91,6 +91,7 @@ function allowHeader(methods: ReadonlySet<HttpMethod>): string {
   served.push('OPTIONS');
   return served.join(', ');
 }
+
 const DEFAULT_JSON_BODY_LIMIT = 1024 * 1024;
 
 /**
