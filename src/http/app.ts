@@ -8,7 +8,7 @@ import { answerClientError } from './client-error.js';
 import { CORS_HEADERS } from './cors.js';
 import { type Charge, RateLimitError, type RateLimiter } from './rate-limit.js';
 import { errorReply } from './errors.js';
-import { askedUnderR0, canonicalUrl, routerPaths } from './prefixes.js';
+import { askedUnderR0, canonicalUrl, CLIENT_V3_ROOT, routerPaths } from './prefixes.js';
 import { allowRequestNotes, childLoggerFactory, notesOf, noteUser, RequestLogController } from './request-log.js';
 import { refuseNulInParameters } from './nul.js';
 import { HearthError } from '../protocol/errors.js';
@@ -271,7 +271,7 @@ export function buildHttpApp(routes: readonly RouteDef[], options: HttpAppOption
       if (!methods) methodsByPath.set(url, (methods = new Set()));
       if (!routeByUrl.has(url)) routeByUrl.set(url, route);
       methods.add(route.method);
-      const underV3 = url.startsWith('/_chat/client/v3/');
+      const underV3 = url.startsWith(CLIENT_V3_ROOT);
       const refusesR0 = underV3 && route.versions?.includes('r0') !== true;
       if (underV3) {
         let r0 = r0MethodsByPath.get(url);

@@ -53,6 +53,9 @@ export function routerPaths(route: Pick<RouteDef, 'api' | 'versions' | 'path'>):
   return pathsUnder(r0AsV3(route) ? { ...route, versions: route.versions!.filter((v) => v !== 'r0') } : route, 1);
 }
 
+/** Where the router holds the client API's `v3` routes, which answer `r0` requests too. */
+export const CLIENT_V3_ROOT = '/_chat/client/v3/';
+
 /** Whether a request URL, as sent, is under the client API's `r0`. */
 export function askedUnderR0(originalUrl: string): boolean {
   return originalUrl.startsWith('/_chat/client/r0/') || originalUrl.startsWith('/_matrix/client/r0/');
@@ -60,7 +63,7 @@ export function askedUnderR0(originalUrl: string): boolean {
 
 /** A request URL (path and query) with the ecosystem's names replaced by the spec's, and `r0` by `v3`. */
 export function canonicalUrl(url: string): string {
-  if (askedUnderR0(url)) return '/_chat/client/v3/' + url.slice(url.indexOf('/r0/') + 4);
+  if (askedUnderR0(url)) return CLIENT_V3_ROOT + url.slice(url.indexOf('/r0/') + 4);
   if (url.startsWith('/_matrix/')) return '/_chat/' + url.slice(9);
   if (url.startsWith('/_synapse/admin/') || url.startsWith('/_synapse/admin?') || url === '/_synapse/admin') return '/_ext' + url.slice(9);
   if (url.startsWith('/.well-known/matrix/')) return '/.well-known/chat/' + url.slice(20);
